@@ -1,0 +1,3 @@
+"""apiflow: do LLM agents survive long, dependent REST-API workflows?"""
+
+__version__ = "0.1.0"

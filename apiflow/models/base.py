@@ -1,0 +1,103 @@
+"""The one door every model comes through.
+
+A ``ModelClient`` turns the conversation so far (schema-1.0 message dicts) and
+the tool schemas into the next assistant turn. Offline models and the litellm
+adapter are ordinary implementations; the agent loop knows nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call as the model emitted it.
+
+    ``arguments`` is a dict when the provider returned valid JSON, otherwise the raw
+    string, so that malformed arguments can go back to the model as a tool error.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage of one model call, by kind (cost is priced from these)."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+            self.reasoning + other.reasoning,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelOutput:
+    """The next assistant turn.
+
+    Attributes:
+        text: Visible assistant text ("" when none).
+        reasoning: Reasoning text, if the provider exposes it.
+        tool_calls: Calls to run, possibly several in parallel.
+        usage: Tokens this call consumed.
+        provider_cost_usd: The provider library's own cost figure, kept only as a cross-check.
+        retries: Provider retries spent on this call (recorded on the trial).
+    """
+
+    text: str = ""
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    provider_cost_usd: float | None = None
+    retries: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateConfig:
+    """Generation parameters passed through to the provider."""
+
+    temperature: float = 1.0
+    max_tokens: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ProviderError(Exception):
+    """The provider could not answer after the retry layer gave up.
+
+    This is a harness/provider outcome, never a model failure: the trial is recorded
+    as ``provider_error``, excluded from model scores and retried by a later resume.
+    """
+
+    def __init__(self, message: str, retries: tuple[dict[str, Any], ...] = ()) -> None:
+        super().__init__(message)
+        self.retries = retries
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """A model that can take the next turn of a trial."""
+
+    model_api: str
+    """Provider route recorded in the trial (``model_api`` in schema 1.0)."""
+
+    async def generate(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        config: GenerateConfig,
+    ) -> ModelOutput:
+        """Return the next assistant turn for ``messages``."""
+        ...

@@ -1,0 +1,127 @@
+"""The trial record: the published APIFlow-Bench 1.0 trial JSON, plus our own block.
+
+Top-level keys keep the published order (schema_version … provenance). Everything
+apiflow adds lives in one trailing ``apiflow`` object so that a 1.0 reader sees
+exactly the fields it knows (docs/design/002-trial-record.md).
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any, Literal, NewType
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+BENCH_NAME = "apiflow"
+
+TrialId = NewType("TrialId", str)
+
+
+class Termination(StrEnum):
+    """Why a trial stopped. ``provider_error`` and ``harness_error`` are never model failures."""
+
+    ANSWERED = "answered"
+    NO_ANSWER = "no_answer"
+    CLARIFY = "clarify"
+    REPORT_BLOCKED = "report_blocked"
+    LIMIT = "limit"
+    PROVIDER_ERROR = "provider_error"
+    HARNESS_ERROR = "harness_error"
+
+
+HARNESS_OUTCOMES = frozenset({Termination.PROVIDER_ERROR, Termination.HARNESS_ERROR})
+
+
+class Tokens(BaseModel):
+    """Published token block: ``total = input + output + cache`` (cache = cache reads)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: int = 0
+    output: int = 0
+    cache: int = 0
+    total: int = 0
+
+
+class TokensDetail(BaseModel):
+    """Tokens by priced kind (what our cost is computed from)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+
+
+class Provenance(BaseModel):
+    """Published provenance block."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bench: str = BENCH_NAME
+    run_id: str
+    epoch: int
+    created: str
+
+
+class ApiflowBlock(BaseModel):
+    """Our own fields: identity, reproducibility and harness accounting."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trial_id: str
+    bank: str
+    bank_hash: str
+    seed: int
+    termination: Termination
+    limit: str | None = None
+    model_calls: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    parse_errors: int = 0
+    tokens: TokensDetail = Field(default_factory=TokensDetail)
+    cost_usd: float | None = None
+    provider_cost_usd: float | None = None
+    retries: list[dict[str, Any]] = Field(default_factory=list)
+    harness_error: str | None = None
+    grader: str | None = None
+    agent_version: str = ""
+    tool_schema_hash: str = ""
+
+
+class TrialRecord(BaseModel):
+    """One trial, serialisable byte-compatibly with the published 1.0 files."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    model: str
+    model_api: str
+    task_id: str
+    trial: int
+    verdict: Literal["C", "I", ""] = ""
+    passed: bool | None = None
+    failure_reason: str = ""
+    tokens: Tokens = Field(default_factory=Tokens)
+    duration_s: float = 0.0
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    verifier: dict[str, Any] | None = None
+    provenance: Provenance
+    apiflow: ApiflowBlock
+
+    def to_json(self) -> str:
+        """Compact JSON as the published files are written (raw non-ASCII, no trailing newline)."""
+        return json.dumps(self.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=False)
+
+    @property
+    def is_harness_outcome(self) -> bool:
+        """True when the trial says nothing about the model (provider or harness fault)."""
+        return self.apiflow.termination in HARNESS_OUTCOMES
+
+
+WALL_TIME_FIELDS = ("duration_s", "provenance.created")
+"""Fields allowed to differ between two runs of the same trial."""
