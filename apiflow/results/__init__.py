@@ -1,5 +1,6 @@
-"""Trial records, flat rows and the result store."""
+"""Trial records, flat rows, prices and the result store."""
 
+from apiflow.results.prices import PriceTable, Prices, cost_usd, load_price_table
 from apiflow.results.record import (
     HARNESS_OUTCOMES,
     SCHEMA_VERSION,
@@ -11,15 +12,24 @@ from apiflow.results.record import (
     TrialId,
     TrialRecord,
 )
+from apiflow.results.rows import ROW_SCHEMA, TrialRow, published_row, record_to_row
 
 __all__ = [
     "HARNESS_OUTCOMES",
+    "ROW_SCHEMA",
     "SCHEMA_VERSION",
     "ApiflowBlock",
+    "PriceTable",
+    "Prices",
     "Provenance",
     "Termination",
     "Tokens",
     "TokensDetail",
     "TrialId",
     "TrialRecord",
+    "TrialRow",
+    "cost_usd",
+    "load_price_table",
+    "published_row",
+    "record_to_row",
 ]
