@@ -76,6 +76,7 @@ class Task(BaseModel):
     checkpoints: list[CheckpointSpec] = Field(default_factory=list)
     constraints: list[ConstraintSpec] = Field(default_factory=list)
     golden: list[GoldenStep] = Field(default_factory=list)
+    world_state: dict[str, Any] = Field(default_factory=dict)
     axis: str | None = None
     difficulty: str | None = None
 

@@ -1,0 +1,94 @@
+"""Evaluate rule conditions against request features."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from apiflow.world.features import Features
+from apiflow.world.model import Condition
+from apiflow.world.state import MISSING
+from apiflow.world.template import render
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "object": (dict,),
+    "list": (list,),
+    "null": (type(None),),
+}
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    # bool is an int in Python; JSON drift tests (int vs "12" vs true) need them apart.
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    return isinstance(value, _TYPES[kind])
+
+
+def _equal(a: Any, b: Any) -> bool:
+    # JSON equality: true is not 1, "3" is not 3.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return bool(a == b)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _compare(op: str, value: Any, operand: Any) -> bool:
+    if op == "present":
+        return (value is not MISSING) is bool(operand)
+    if value is MISSING:
+        return op in ("ne", "not_in")
+    if op == "eq":
+        return _equal(value, operand)
+    if op == "ne":
+        return not _equal(value, operand)
+    if op == "in":
+        return any(_equal(value, o) for o in operand)
+    if op == "not_in":
+        return not any(_equal(value, o) for o in operand)
+    if op == "type":
+        return _is_type(value, operand)
+    if op == "matches":
+        return isinstance(value, str) and re.search(operand, value) is not None
+    if op in ("lt", "lte", "gt", "gte"):
+        number = _number(value)
+        if number is None:
+            return False
+        return {"lt": number < operand, "lte": number <= operand, "gt": number > operand, "gte": number >= operand}[op]
+    if op == "contains":
+        return isinstance(value, list | str | dict) and operand in value
+    if op == "has_keys":
+        return isinstance(value, dict) and all(k in value for k in operand)
+    if op == "keys_within":
+        return isinstance(value, dict) and all(k in operand for k in value)
+    raise ValueError(f"unknown condition operator {op!r}")
+
+
+def holds(condition: Condition, features: Features) -> bool:
+    """Whether ``condition`` is true of the request."""
+    if condition.any is not None:
+        return any(holds(c, features) for c in condition.any)
+    if condition.all is not None:
+        return all(holds(c, features) for c in condition.all)
+    if condition.not_ is not None:
+        return not holds(condition.not_, features)
+    assert condition.at is not None
+    value = features.lookup(condition.at)
+    (field,) = [f for f in condition.model_fields_set if f != "at"]
+    op = "in" if field == "in_" else field
+    operand = getattr(condition, field)
+    if op in ("eq", "ne"):
+        operand = render(operand, features)  # compare against state, e.g. "{{state.plan_id}}"
+    return _compare(op, value, operand)

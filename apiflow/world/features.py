@@ -1,0 +1,87 @@
+"""What a rule can see of a request: its parsed features, looked up by a dotted name."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from apiflow.world.state import MISSING, get_in, split_path
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedUrl:
+    """Host part (``""`` for relative URLs), path and last-value-wins query."""
+
+    netloc: str
+    path: str
+    query: dict[str, str]
+    query_string: str
+
+
+def parse_url(url: str) -> ParsedUrl:
+    """Split a relative or absolute URL the way a server sees it."""
+    parts = urlsplit(url)
+    path = parts.path or "/"
+    if not path.startswith("/"):
+        path = "/" + path
+    return ParsedUrl(parts.netloc, path, dict(parse_qsl(parts.query, keep_blank_values=True)), parts.query)
+
+
+def parse_body(body: Any) -> tuple[str, Any]:
+    """Classify a request body: JSON object/value, form-urlencoded text, other text, or none.
+
+    A string that parses as JSON counts as JSON (clients often send ``json.dumps`` text);
+    ``a=b&c=d`` counts as a form.
+    """
+    if body is None or body == "":
+        return "none", None
+    if not isinstance(body, str):
+        return "json", body
+    try:
+        return "json", json.loads(body)
+    except ValueError:
+        pass
+    if "=" in body and " " not in body.strip():
+        return "form", dict(parse_qsl(body.strip(), keep_blank_values=True))
+    return "text", body
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """Everything conditions and templates may read about one request."""
+
+    method: str
+    path_params: dict[str, str]
+    query: dict[str, str]
+    headers: dict[str, str]
+    body_kind: str
+    body: Any
+    auth: dict[str, Any]
+    state: dict[str, Any]
+    route_calls: int
+
+    def lookup(self, name: str) -> Any:
+        """The feature called ``name`` (e.g. ``body.duration.unit``) or ``MISSING``."""
+        head, _, rest = name.partition(".")
+        parts = split_path(rest)
+        if head == "method":
+            return self.method
+        if head == "path":
+            return get_in(self.path_params, parts)
+        if head == "query":
+            return get_in(self.query, parts)
+        if head == "header":
+            return self.headers.get(rest.lower(), MISSING)
+        if head == "body":
+            return self.body if not parts else get_in(self.body, parts)
+        if head == "body_kind":
+            return self.body_kind
+        if head == "auth":
+            return get_in(self.auth, parts)
+        if head == "state":
+            return get_in(self.state, parts)
+        if head == "route" and rest == "calls":
+            return self.route_calls
+        raise ValueError(f"unknown request feature {name!r}")

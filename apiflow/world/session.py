@@ -1,0 +1,92 @@
+"""A world session: one trial's private, deterministic instance of a world.
+
+The session holds the evolving state and a logical clock; the transport details a
+client would see (``date``, ``server``, ``content-type``, ``content-length``) are
+added here, so the dispatcher stays about API behaviour only.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from apiflow.world.dispatch import dispatch
+from apiflow.world.errors import TransportError
+from apiflow.world.http import HttpRequest, HttpResponse
+from apiflow.world.model import WorldDef
+from apiflow.world.spec import spec_content
+
+
+def _deep_merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def body_text(body: Any) -> str:
+    """The bytes-as-text a client receives for a response body (JSON as ``json.dumps``)."""
+    if body is None:
+        return ""
+    if isinstance(body, str):
+        return body
+    return json.dumps(body, ensure_ascii=False)
+
+
+class WorldSession:
+    """One trial's world: ``send`` requests, read the spec; nothing leaks between sessions."""
+
+    def __init__(self, world: WorldDef, seed: int, state_overrides: dict[str, Any] | None = None) -> None:
+        self.world = world
+        self.seed = seed
+        self.state: dict[str, Any] = _deep_merge(world.state, state_overrides or {})
+        self.live_netloc = f"127.0.0.1:{world.live_port}"
+        self.requests_served = 0
+        # A frozen clock that ticks one second per request: `date` headers are stable across runs.
+        self._clock = datetime.fromisoformat(world.clock_start.replace("Z", "+00:00")).astimezone(UTC)
+
+    @property
+    def server_url(self) -> str:
+        """The spec's server URL (what the agent is told to call)."""
+        return self.world.server
+
+    def spec_content(self) -> dict[str, Any]:
+        """Content of the ``spec:openapi`` entity."""
+        return spec_content(self.world)
+
+    def send(self, request: HttpRequest) -> HttpResponse:
+        """Answer one request, advancing the session state."""
+        for name, value in request.headers.items():
+            if not isinstance(value, str):
+                raise TransportError(f"Header value must be str or bytes, not {type(value)}", kind="invalid")
+        outcome = dispatch(self.world, self.state, request, self.live_netloc, self.seed)
+        self.state = outcome.state
+        self.requests_served += 1
+        response = outcome.response
+        headers = self._transport_headers(response)
+        if outcome.route is not None and outcome.route.deprecated is not None:
+            dep = outcome.route.deprecated
+            headers["x-deprecated"] = "true"
+            if dep.sunset:
+                headers["sunset"] = dep.sunset
+            if dep.superseded_by:
+                headers["x-superseded-by"] = dep.superseded_by
+            if dep.warning:
+                headers["warning"] = dep.warning
+        headers.update(response.headers)
+        return HttpResponse(response.status, headers, response.body)
+
+    def _transport_headers(self, response: HttpResponse) -> dict[str, str]:
+        now = self._clock + timedelta(seconds=self.requests_served)
+        text = body_text(response.body)
+        headers = {"date": now.strftime("%a, %d %b %Y %H:%M:%S GMT"), "server": "uvicorn"}
+        headers["content-length"] = str(len(text.encode()))
+        if response.body is not None and not isinstance(response.body, str):
+            headers["content-type"] = "application/json"
+        elif text:
+            headers["content-type"] = "text/plain; charset=utf-8"
+        return headers
