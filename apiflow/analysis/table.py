@@ -1,0 +1,108 @@
+"""Load the trial table behind a report from whatever the user points at.
+
+An input is a Parquet file, a folder (local or ``s3://``) of Parquet files — our grid writes one
+row file per trial plus compacted per-model files, so rows are de-duplicated by ``trial_id`` —
+or a folder of schema-1.0 trial JSONs from ``apiflow run`` (flattened on the fly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import fsspec
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from apiflow.analysis.ingest import find_trial_files, iter_chunk_tables
+from apiflow.analysis.rows import transcript_row
+from apiflow.errors import UsageError
+
+
+def load_table(inputs: Sequence[str]) -> pa.Table:
+    """All rows of all inputs, one table, duplicates (same ``trial_id``) removed.
+
+    Raises:
+        UsageError: an input is missing, empty or not readable as trial rows.
+    """
+    if not inputs:
+        raise UsageError("no input given")
+    tables = [_load_one(str(source)) for source in inputs]
+    table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    if table.num_rows == 0:
+        raise UsageError(f"no trial rows in {', '.join(map(str, inputs))}")
+    return dedupe_trials(table)
+
+
+def dedupe_trials(table: pa.Table) -> pa.Table:
+    """Keep the first row of every ``trial_id`` (a per-trial row and its compacted copy are the same trial)."""
+    if "trial_id" not in table.column_names:
+        return table
+    ids = table["trial_id"]
+    if ids.null_count == len(ids):
+        return table
+    # Rows without a trial id (published rows mixed in) are all kept.
+    indices = pa.array(range(table.num_rows), pa.int64())
+    keyed = pa.table({"trial_id": ids, "i": indices})
+    first = keyed.group_by("trial_id", use_threads=False).aggregate([("i", "min")])
+    keep = pc.or_(pc.is_in(indices, value_set=first["i_min"]), pc.is_null(ids))
+    return table.filter(keep)
+
+
+def _load_one(source: str) -> pa.Table:
+    if "://" in source:
+        fs, path = fsspec.core.url_to_fs(source)
+    else:
+        fs, path = None, source
+        if not Path(source).exists():
+            raise UsageError(f"{source}: no such file or directory")
+    if _is_file(fs, path):
+        if path.endswith(".parquet"):
+            return _read_parquet(fs, [path])
+        if path.endswith(".json"):
+            return _read_json(fs, [path])
+        raise UsageError(f"{source}: expected a .parquet file, a .json trial or a folder of them")
+    parquet, json = _list_files(fs, path)
+    if parquet:
+        return _read_parquet(fs, parquet)
+    if json:
+        return _read_json(fs, json)
+    raise UsageError(f"{source}: no .parquet or trial .json files in it")
+
+
+def _is_file(fs, path: str) -> bool:
+    return Path(path).is_file() if fs is None else fs.isfile(path)
+
+
+def _list_files(fs, path: str) -> tuple[list[str], list[str]]:
+    if fs is None:
+        files = [str(p) for p in sorted(Path(path).rglob("*")) if p.is_file()]
+    else:
+        files = sorted(fs.find(path))
+    visible = [f for f in files if not Path(f).name.startswith(("_", "."))]
+    return [f for f in visible if f.endswith(".parquet")], [f for f in visible if f.endswith(".json")]
+
+
+def _read_parquet(fs, files: list[str]) -> pa.Table:
+    tables = []
+    for f in files:
+        try:
+            tables.append(pq.read_table(f, filesystem=fs, partitioning=None))
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise UsageError(f"{f}: not a readable Parquet file ({exc})") from None
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def _read_json(fs, files: list[str]) -> pa.Table:
+    if fs is None:
+        paths = find_trial_files(files)
+        return pa.concat_tables([t for t, _ in iter_chunk_tables(paths)], promote_options="permissive")
+    rows = []
+    for f in files:
+        try:
+            rows.append(transcript_row(orjson.loads(fs.cat_file(f))))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{f}: not a schema-1.0 trial JSON ({exc})") from None
+    return pa.Table.from_pylist(rows)
