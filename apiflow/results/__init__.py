@@ -1,6 +1,6 @@
 """Trial records, flat rows, prices and the result store."""
 
-from apiflow.results.prices import PriceTable, Prices, cost_usd, load_price_table
+from apiflow.results.prices import Prices, PriceTable, cost_usd, load_price_table
 from apiflow.results.record import (
     HARNESS_OUTCOMES,
     SCHEMA_VERSION,
@@ -13,6 +13,7 @@ from apiflow.results.record import (
     TrialRecord,
 )
 from apiflow.results.rows import ROW_SCHEMA, TrialRow, published_row, record_to_row
+from apiflow.results.store import ResultStore
 
 __all__ = [
     "HARNESS_OUTCOMES",
@@ -22,6 +23,7 @@ __all__ = [
     "PriceTable",
     "Prices",
     "Provenance",
+    "ResultStore",
     "Termination",
     "Tokens",
     "TokensDetail",

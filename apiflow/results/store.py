@@ -1,0 +1,292 @@
+"""The result store: one create-only object per trial, through fsspec.
+
+Layout under the output URL (a local folder or ``s3://bucket/prefix``; both go
+through fsspec and behave alike)::
+
+    manifest.json                               run manifest, written first, create-only
+    attempts/<run_id>.json                      one per driver invocation (resume history)
+    rows/model=<m>/<trial_id>.parquet           one-row Parquet, create-only: the commit point
+    transcripts/model=<m>/<trial_id>.json       the schema-1.0 trial JSON, written just before its row
+    failures/model=<m>/<trial_id>/<run_id>.parquet  harness/provider outcomes (never block a resume)
+    compacted/model=<m>.parquet                 per-model merge written by ``compact``
+
+An existing row object means "already done": that is how resume and duplicate
+protection work, so every writer may race and exactly one row survives
+(docs/design/042-result-store.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from apiflow.errors import UsageError
+from apiflow.results.record import TrialRecord
+from apiflow.results.rows import ROW_SCHEMA
+
+MANIFEST = "manifest.json"
+_TMP_SEQ = itertools.count()
+
+
+def model_token(model_slug: str) -> str:
+    """A path-safe, collision-free directory token for a model slug (slugs hold ``/`` and ``:``)."""
+    readable = re.sub(r"[^A-Za-z0-9._-]", "_", model_slug)
+    return f"{readable}-{hashlib.sha256(model_slug.encode()).hexdigest()[:8]}"
+
+
+def row_bytes(row: dict[str, Any]) -> bytes:
+    """One trial row as a complete in-memory Parquet file (uploaded in one PUT, so never half-visible)."""
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist([row], schema=ROW_SCHEMA), sink)
+    return sink.getvalue()
+
+
+@dataclass(frozen=True)
+class CompactSummary:
+    """What ``compact`` did: rows read, distinct trials written, per-model files."""
+
+    rows_read: int
+    trials: int
+    files: tuple[str, ...]
+
+
+class ResultStore:
+    """Trial results under one output URL.
+
+    Args:
+        url: Local folder or ``s3://bucket/prefix``.
+        storage_options: Passed to fsspec (e.g. ``{"client_kwargs": {"endpoint_url": ...}}``).
+    """
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.url = url
+        self.storage_options = dict(storage_options or {})
+        self.fs, root = fsspec.core.url_to_fs(url, **self.storage_options)
+        self.root = root.rstrip("/")
+        self._local = "file" in _protocols(self.fs)
+        self._made_dirs: set[str] = set()
+
+    # ---- paths -------------------------------------------------------------
+    def _path(self, *parts: str) -> str:
+        return "/".join((self.root, *parts))
+
+    def row_path(self, model_slug: str, trial_id: str) -> str:
+        """Where a trial's row lives."""
+        return self._path("rows", f"model={model_token(model_slug)}", f"{trial_id}.parquet")
+
+    def transcript_path(self, model_slug: str, trial_id: str) -> str:
+        """Where a trial's schema-1.0 JSON lives."""
+        return self._path("transcripts", f"model={model_token(model_slug)}", f"{trial_id}.json")
+
+    # ---- low-level writes --------------------------------------------------
+    def _ensure_parent(self, path: str) -> None:
+        if not self._local:
+            return  # object stores have no directories
+        parent = path.rsplit("/", 1)[0]
+        if parent not in self._made_dirs:
+            self.fs.makedirs(parent, exist_ok=True)
+            self._made_dirs.add(parent)
+
+    def create_only(self, path: str, data: bytes) -> bool:
+        """Write ``data`` at ``path`` unless something is already there.
+
+        Returns:
+            True if this call created the object, False if it already existed.
+        """
+        self._ensure_parent(path)
+        if self._local:
+            return _local_create_only(path, data)
+        try:
+            self.fs.pipe_file(path, data, mode="create")  # S3: PUT with If-None-Match: *
+        except FileExistsError:
+            return False
+        return True
+
+    def overwrite(self, path: str, data: bytes) -> None:
+        """Write ``data`` at ``path`` atomically (one PUT; locally a rename)."""
+        self._ensure_parent(path)
+        if self._local:
+            tmp = _tmp_name(path)
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)
+        else:
+            self.fs.pipe_file(path, data)
+
+    # ---- manifest ----------------------------------------------------------
+    def write_manifest(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Write the run manifest first; on resume, return the stored one unchanged.
+
+        Raises:
+            UsageError: The output already holds a different grid.
+        """
+        data = json.dumps(manifest, sort_keys=True, indent=1).encode()
+        if self.create_only(self._path(MANIFEST), data):
+            return manifest
+        stored = self.read_manifest()
+        if stored is None or stored.get("grid_id") != manifest.get("grid_id"):
+            raise UsageError(
+                f"{self.url} already holds results of another grid "
+                f"({(stored or {}).get('grid_id')!r}); choose another --out"
+            )
+        return stored
+
+    def read_manifest(self) -> dict[str, Any] | None:
+        """The stored run manifest, or None before the first run."""
+        try:
+            return json.loads(self.fs.cat_file(self._path(MANIFEST)))
+        except FileNotFoundError:
+            return None
+
+    def write_attempt(self, run_id: str, info: dict[str, Any]) -> None:
+        """Record one driver invocation (package versions, git state, flags) beside the manifest."""
+        self.overwrite(
+            self._path("attempts", f"{run_id}.json"), json.dumps(info, sort_keys=True, indent=1).encode()
+        )
+
+    # ---- trials ------------------------------------------------------------
+    def put_trial(self, record: TrialRecord, row: dict[str, Any], transcript: bytes | None = None) -> bool:
+        """Store one finished trial.
+
+        A harness/provider outcome goes under ``failures/`` (counted, never blocking a
+        later retry); anything else is committed by creating its row object.
+
+        Args:
+            record: The trial.
+            row: ``record_to_row(record)``.
+            transcript: ``record.to_json()`` bytes, if already serialised.
+
+        Returns:
+            True if this call stored the trial, False if it was already stored.
+        """
+        model, trial_id = record.model, record.apiflow.trial_id
+        body = transcript if transcript is not None else record.to_json().encode()
+        if record.is_harness_outcome:
+            base = self._path("failures", f"model={model_token(model)}", trial_id, record.provenance.run_id)
+            self.overwrite(f"{base}.json", body)
+            self.overwrite(f"{base}.parquet", row_bytes(row))
+            return True
+        row_path = self.row_path(model, trial_id)
+        if self._exists(row_path):
+            return False
+        # Transcript first, row last: a row always has its transcript. Last writer wins on
+        # the transcript, first writer on the row (a re-run of a dead actor's trial only).
+        self.overwrite(self.transcript_path(model, trial_id), body)
+        return self.create_only(row_path, row_bytes(row))
+
+    def _exists(self, path: str) -> bool:
+        return os.path.exists(path) if self._local else bool(self.fs.exists(path))
+
+    def done_ids(self) -> set[str]:
+        """Trial ids with a stored row (listing only; rows are not read)."""
+        return {_stem(p) for p in self._list("rows", ".parquet")}
+
+    def failed_ids(self) -> set[str]:
+        """Trial ids with a harness/provider outcome and no stored row."""
+        return {p.rsplit("/", 2)[-2] for p in self._list("failures", ".parquet")} - self.done_ids()
+
+    def _list(self, prefix: str, suffix: str) -> list[str]:
+        base = self._path(prefix)
+        if self._local:
+            return [os.path.join(d, f) for d, _, fs in os.walk(base) for f in fs if f.endswith(suffix)]
+        self.fs.invalidate_cache(base)
+        try:
+            return [p for p in self.fs.find(base) if p.endswith(suffix)]
+        except FileNotFoundError:
+            return []
+
+    def read_transcript(self, model_slug: str, trial_id: str) -> dict[str, Any]:
+        """A stored trial's schema-1.0 JSON."""
+        return json.loads(self.fs.cat_file(self.transcript_path(model_slug, trial_id)))
+
+    # ---- reading and compaction ---------------------------------------------
+    def _read_files(self, paths: Iterable[str]) -> pa.Table:
+        paths = sorted(paths)
+        if not paths:
+            return ROW_SCHEMA.empty_table()
+        fs = None if self._local else self.fs
+        return ds.dataset(paths, schema=ROW_SCHEMA, format="parquet", filesystem=fs).to_table()
+
+    def read_rows(self, *, failures: bool = False) -> pa.Table:
+        """All stored rows, one per trial id (compacted files plus rows written since).
+
+        Args:
+            failures: Read the harness/provider outcomes instead (all attempts kept).
+        """
+        if failures:
+            return self._read_files(self._list("failures", ".parquet"))
+        compacted = self._read_files(self._list("compacted", ".parquet"))
+        seen = set(compacted.column("trial_id").to_pylist())
+        fresh = [p for p in self._list("rows", ".parquet") if _stem(p) not in seen]
+        return dedupe(pa.concat_tables([compacted, self._read_files(fresh)]))
+
+    def compact(self) -> CompactSummary:
+        """Merge per-trial rows into one Parquet file per model (idempotent; rows stay as resume markers)."""
+        by_model: dict[str, list[str]] = {}
+        for path in self._list("rows", ".parquet"):
+            by_model.setdefault(path.rsplit("/", 2)[-2], []).append(path)
+        files, rows_read, trials = [], 0, 0
+        for token, paths in sorted(by_model.items()):
+            table = self._read_files(paths)
+            rows_read += table.num_rows
+            table = dedupe(table).sort_by([("task_id", "ascending"), ("epoch", "ascending")])
+            trials += table.num_rows
+            target = self._path("compacted", f"{token}.parquet")
+            sink = io.BytesIO()
+            pq.write_table(table, sink)
+            self.overwrite(target, sink.getvalue())
+            files.append(target)
+        return CompactSummary(rows_read=rows_read, trials=trials, files=tuple(files))
+
+
+def dedupe(table: pa.Table) -> pa.Table:
+    """Keep the first row of each trial id."""
+    first: dict[str, int] = {}
+    for index, trial_id in enumerate(table.column("trial_id").to_pylist()):
+        first.setdefault(trial_id, index)
+    if len(first) == table.num_rows:
+        return table
+    return table.take(sorted(first.values()))
+
+
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
+def _protocols(fs: Any) -> tuple[str, ...]:
+    protocol = fs.protocol
+    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
+
+
+def _tmp_name(path: str) -> str:
+    # Unique per process, thread and call: concurrent writers never share a temp file.
+    return f"{path}.tmp-{os.getpid()}-{threading.get_ident()}-{next(_TMP_SEQ)}"
+
+
+def _local_create_only(path: str, data: bytes) -> bool:
+    # Write a private temp file, then hard-link it into place: link() is atomic and
+    # fails if the target exists, so readers never see a partial row and two writers
+    # cannot both win (O_EXCL alone would expose a half-written file).
+    tmp = _tmp_name(path)
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
