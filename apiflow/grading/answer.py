@@ -1,0 +1,173 @@
+"""G2: reading the answer card from the final assistant message and comparing fields.
+
+The rules are the ones REFERENCE §5.7 verified on the whole published corpus:
+
+* the card comes from the last assistant message whose text or reasoning is non-empty
+  (so the empty turn after ``clarify``/``report_blocked`` is skipped); its text is used,
+  its reasoning only when the text is empty;
+* every top-level JSON object in that text counts, in document order, whether fenced,
+  ``<json>``-tagged or inline, and for each field the last object holding it wins;
+* three comparators (``string``, ``numeric``, ``set``); the newer published grader
+  generation also accepts a string whose extra words are a parenthetical qualifier.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Generation = Literal["original", "newer"]
+"""Answer-comparison generation: the original grader, or the newer one (board update)."""
+
+NUMERIC_TOLERANCE = 0.01
+_DECODER = json.JSONDecoder()
+_SET_SEPARATORS = re.compile(r"[,/|]")
+_PARENTHETICAL = re.compile(r"\([^()]*\)")
+
+
+def message_parts(message: Mapping[str, Any]) -> tuple[str, str]:
+    """``(text, reasoning)`` of one assistant message (blocks joined by newlines)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content, ""
+    texts: list[str] = []
+    reasoning: list[str] = []
+    for block in content or ():
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "reasoning" and isinstance(block.get("reasoning"), str):
+            reasoning.append(block["reasoning"])
+    return "\n".join(texts), "\n".join(reasoning)
+
+
+def final_message(messages: Iterable[Mapping[str, Any]]) -> tuple[str, str]:
+    """``(text, reasoning)`` of the last assistant message with any non-empty text or reasoning."""
+    for message in reversed(list(messages)):
+        if message.get("role") != "assistant":
+            continue
+        text, reasoning = message_parts(message)
+        if text.strip() or reasoning.strip():
+            return text, reasoning
+    return "", ""
+
+
+def top_level_objects(text: str) -> list[dict[str, Any]]:
+    """Every top-level JSON object in ``text``, in document order.
+
+    Fences, ``<json>`` tags and prose around the objects are ignored: the scan starts a
+    JSON decode at each ``{`` not inside an object already taken.
+    """
+    objects: list[dict[str, Any]] = []
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, end = _DECODER.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        objects.append(value)
+        start = text.find("{", end)
+    return objects
+
+
+def extract_card(text: str, reasoning: str = "") -> dict[str, Any]:
+    """The answer card: fields merged over all top-level objects, last holder wins.
+
+    Args:
+        text: The final message's text.
+        reasoning: Its reasoning, used only when ``text`` is empty.
+    """
+    source = text if text.strip() else reasoning
+    card: dict[str, Any] = {}
+    for obj in top_level_objects(source):
+        card.update(obj)
+    return card
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Result of one comparator: ``reason`` says why it failed (``None`` on a pass)."""
+
+    passed: bool
+    reason: str | None = None
+
+
+def _normalise(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def compare_string(got: Any, expected: Any, generation: Generation = "original") -> Comparison:
+    """Case- and separator-insensitive equality; ``None``, ``''``, objects and lists fail."""
+    fail = Comparison(False, f"{got!r} != expected {expected!r}")
+    if got is None or isinstance(got, dict | list) or got == "":
+        return fail
+    want = _normalise(_as_text(expected))
+    have = _as_text(got)
+    if want and _normalise(have) == want:
+        return Comparison(True)
+    if generation == "newer" and "(" in have:
+        # The newer grader tolerates a parenthetical qualifier: "/v3/geofences (definitions)".
+        if want and _normalise(_PARENTHETICAL.sub(" ", have)) == want:
+            return Comparison(True)
+    return fail
+
+
+def _to_float(value: Any) -> float | None:
+    if not isinstance(value, int | float | str):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def compare_numeric(got: Any, expected: Any) -> Comparison:
+    """``float()`` of an int, float or numeric string, within ±0.01 (absolute)."""
+    have = _to_float(got)
+    if have is None:
+        return Comparison(False, f"value {got!r} is not numeric")
+    want = _to_float(expected)
+    if want is None:
+        return Comparison(False, f"expected value {expected!r} is not numeric")
+    if abs(have - want) <= NUMERIC_TOLERANCE:
+        return Comparison(True)
+    return Comparison(False, f"{have} != {want} (tol ±{NUMERIC_TOLERANCE})")
+
+
+def set_tokens(value: Any) -> set[str]:
+    """A list's elements, or a string split only on ``,`` ``/`` ``|``; stripped, lower-cased."""
+    if isinstance(value, list):
+        return {_as_text(item).strip().lower() for item in value}
+    text = value if isinstance(value, str) else str(value)
+    return {token.strip().lower() for token in _SET_SEPARATORS.split(text) if token.strip()}
+
+
+def compare_set(got: Any, expected: Any) -> Comparison:
+    """Order-free set equality after tokenising both sides."""
+    have, want = set_tokens(got), set_tokens(expected)
+    if have == want:
+        return Comparison(True)
+    return Comparison(False, f"set {sorted(have)} != expected {sorted(want)}")
+
+
+def compare(comparator: str, got: Any, expected: Any, generation: Generation = "original") -> Comparison:
+    """Dispatch to one of the three comparators by name."""
+    if comparator == "numeric":
+        return compare_numeric(got, expected)
+    if comparator == "set":
+        return compare_set(got, expected)
+    if comparator == "string":
+        return compare_string(got, expected, generation)
+    raise ValueError(f"unknown comparator {comparator!r}")

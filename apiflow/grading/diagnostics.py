@@ -1,0 +1,122 @@
+"""Diagnostics that explain a grade but never change it: checkpoints, constraints, segments.
+
+Checkpoints (requests a correct run makes) and constraints (``forbid`` a route,
+``require`` a header) are evaluated from their specs over the evidence and reported in
+the verifier payload; the verdict ignores them (REFERENCE §5.3). Segment diagnostics
+aggregate the segment-tagged predicates of a chain (REFERENCE §5.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from apiflow.grading.evidence import Evidence, Exchange
+from apiflow.grading.predicates import url_regex
+from apiflow.grading.refs import loads_maybe
+from apiflow.grading.spec import CheckpointSpec, ConstraintSpec
+
+
+def _route_matches(exchange: Exchange, pattern: str, method: str | None) -> bool:
+    if method is not None and exchange.method != method.upper():
+        return False
+    return url_regex(pattern).search(exchange.url) is not None
+
+
+def _body_contains(body: Any, wanted: dict[str, object]) -> bool:
+    body = loads_maybe(body)
+    return isinstance(body, dict) and all(k in body and body[k] == v for k, v in wanted.items())
+
+
+def checkpoint(spec: CheckpointSpec, evidence: Evidence) -> dict[str, Any]:
+    """One checkpoint in the published shape: hit when some request of the trial matches it."""
+    hit = any(
+        _route_matches(e, spec.url_pattern, spec.method)
+        and (spec.status is None or e.status == spec.status)
+        and (not spec.body_contains or _body_contains(e.body, spec.body_contains))
+        for e in evidence.exchanges
+    )
+    return {"id": spec.id, "desc": None, "hit": hit, "applicable": True, "explain": spec.explain}
+
+
+def _has_header(exchange: Exchange, name: str) -> bool:
+    headers = loads_maybe(exchange.headers)
+    if not isinstance(headers, dict):
+        return False
+    wanted = name.lower()
+    return any(str(k).lower() == wanted and v not in (None, "") for k, v in headers.items())
+
+
+def constraint(spec: ConstraintSpec, evidence: Evidence) -> dict[str, Any]:
+    """One constraint in the published shape.
+
+    ``forbid``: violated when a matching request was sent. ``require``: applicable when a
+    matching request was sent, violated when one of them lacks ``spec.header``.
+    """
+    matching = [e for e in evidence.exchanges if _route_matches(e, spec.url_pattern, spec.method)]
+    applicable, detail = True, ""
+    if spec.kind == "forbid":
+        if matching:
+            detail = f"forbidden url called: {matching[0].url}"
+    elif spec.header is None or not matching:
+        applicable = False
+    else:
+        missing = [e for e in matching if not _has_header(e, spec.header)]
+        if missing:
+            detail = f"required header {spec.header!r} missing on {missing[0].url}"
+    return {
+        "id": spec.id,
+        "desc": None,
+        "kind": spec.kind,
+        "violated": bool(detail),
+        "applicable": applicable,
+        "detail": detail,
+        "explain": spec.explain,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Tagged:
+    """What segment diagnostics need to know about one predicate."""
+
+    segment: int | None
+    group: str
+    passed: bool
+
+
+def segment_diagnostics(results: Sequence[Tagged]) -> dict[str, Any]:
+    """``per_segment`` over tagged predicates, ``failure_stage``/``symptom_stage``, ``tagged_segments``.
+
+    ``failure_stage`` is the smallest segment whose G1 predicates failed (an earlier step's
+    state never landed); ``symptom_stage`` the smallest whose G2 answer failed.
+    """
+    segments = sorted({r.segment for r in results if r.segment is not None})
+    per_segment: dict[str, Any] = {}
+    failure_stage = symptom_stage = None
+    for segment in segments:
+        mine = [r for r in results if r.segment == segment]
+        passed = sum(r.passed for r in mine)
+        g1 = _all_passed(r for r in mine if r.group == "G1")
+        g2 = _all_passed(r for r in mine if r.group == "G2")
+        per_segment[str(segment)] = {
+            "passed": passed,
+            "total": len(mine),
+            "fraction": round(passed / len(mine), 3),
+            "g1_passed": g1,
+            "g2_passed": g2,
+        }
+        if not g1 and failure_stage is None:
+            failure_stage = segment
+        if not g2 and symptom_stage is None:
+            symptom_stage = segment
+    return {
+        "per_segment": per_segment,
+        "failure_stage": failure_stage,
+        "symptom_stage": symptom_stage,
+        "tagged_segments": len(segments),
+    }
+
+
+def _all_passed(results: Iterable[Tagged]) -> bool:
+    return all(r.passed for r in results)

@@ -1,0 +1,90 @@
+"""Reading a published verifier payload back as a grading spec (for regrading).
+
+A published trial records its predicates with their parameters in ``detail``; those are
+the task's grading spec. Checkpoints and constraints are recorded only with their
+outcome (no route patterns), so a regrade cannot re-evaluate them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from apiflow.grading.answer import Generation
+from apiflow.grading.spec import AnswerFieldSpec, DataFlowSpec, NewResponseSpec, WorkspaceValueSpec
+
+Spec = AnswerFieldSpec | DataFlowSpec | NewResponseSpec | WorkspaceValueSpec
+
+NEWER_GRADER_MARKER = "demoted_predicates"
+
+
+class PublishedSpecError(ValueError):
+    """A recorded predicate whose kind or parameters cannot be read."""
+
+
+def _kind(entry: Mapping[str, Any]) -> str:
+    key = entry.get("key") or ""
+    label = entry.get("label") or ""
+    for kind in ("answer_schema", "data_flow", "new_response", "workspace_values"):
+        if key.startswith(kind) or label.startswith(kind):
+            return kind
+    if label.startswith("answer."):
+        return "answer_schema"
+    raise PublishedSpecError(f"unknown predicate kind: {label!r}")
+
+
+_FIELDS: dict[str, tuple[type[Spec], tuple[str, ...]]] = {
+    "answer_schema": (AnswerFieldSpec, ("field", "expected", "comparator")),
+    "data_flow": (
+        DataFlowSpec,
+        (
+            "from_response_url_pattern",
+            "from_body_key",
+            "from_status",
+            "must_be_stored",
+            "used_in_request_url_pattern",
+        ),
+    ),
+    "new_response": (NewResponseSpec, ("url_pattern", "status", "method", "body_has_keys")),
+    "workspace_values": (WorkspaceValueSpec, ("value",)),
+}
+
+
+def spec_from_published(entry: Mapping[str, Any]) -> Spec:
+    """The predicate spec a published ``predicates[]`` entry was graded from.
+
+    Raises:
+        PublishedSpecError: Unknown kind or unreadable parameters.
+    """
+    kind = _kind(entry)
+    model, names = _FIELDS[kind]
+    detail = entry.get("detail") or {}
+    values: dict[str, Any] = {n: detail[n] for n in names if n in detail and detail[n] is not None}
+    if kind == "new_response":
+        values.setdefault("url_pattern", detail.get("url_pattern") or "")
+    values.update(
+        explain=detail.get("explain") or "",
+        prompt_quote=detail.get("prompt_quote") or "",
+        segment=entry.get("segment", detail.get("segment")),
+    )
+    try:
+        return model.model_validate(values)
+    except ValidationError:
+        # Recorded values outside our bank's types (e.g. a non-string list item): keep them as recorded.
+        missing = [n for n, f in model.model_fields.items() if f.is_required() and n not in values]
+        if missing:
+            raise PublishedSpecError(f"predicate {entry.get('label')!r} lacks {missing}") from None
+        return model.model_construct(**values)
+
+
+def specs_from_verifier(verifier: Mapping[str, Any]) -> list[Spec]:
+    """Every recorded predicate of a verifier payload, as specs, in recorded order."""
+    return [spec_from_published(p) for p in verifier.get("metadata", {}).get("predicates") or ()]
+
+
+def generation_of(verifier: Mapping[str, Any]) -> Generation:
+    """``newer`` when the payload carries the newer grader's marker, else ``original``."""
+    sub = verifier.get("metadata", {}).get("sub_predicates") or {}
+    return "newer" if NEWER_GRADER_MARKER in sub else "original"

@@ -1,0 +1,59 @@
+"""Named G1 rule sets: how loosely each predicate kind reads the evidence.
+
+``published-1.0`` reproduces the grader that scored APIFlow-Bench 1.0 (REFERENCE §5.7,
+verified on all 56,037 published trials); ``strict-1.0`` closes the loopholes that
+grader left open, for banks of our own. Rationale: docs/design/010-grading-rules.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from apiflow.errors import UsageError
+
+BodyKeyRule = Literal["last_segment_any_depth", "dotted_path"]
+UseRule = Literal["any_time", "later"]
+StoreRule = Literal["substring", "equal_leaf"]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """How G1 predicates match the evidence.
+
+    Attributes:
+        name: The rule-set name recorded in every verifier payload.
+        body_key: ``from_body_key`` matched by its last segment at any depth of the
+            body, or as a dotted path from the root (lists are walked element-wise).
+        used_in: Whether a value must reappear in a request sent *after* the response
+            that carried it, or in any request of the trial.
+        stored: ``must_be_stored``: a value is a substring of a variable's final value,
+            or equals the variable's value or one of its leaves.
+    """
+
+    name: str
+    body_key: BodyKeyRule
+    used_in: UseRule
+    stored: StoreRule
+
+
+PUBLISHED = RuleSet(
+    "published-1.0", body_key="last_segment_any_depth", used_in="any_time", stored="substring"
+)
+STRICT = RuleSet("strict-1.0", body_key="dotted_path", used_in="later", stored="equal_leaf")
+
+RULE_SETS: dict[str, RuleSet] = {r.name: r for r in (PUBLISHED, STRICT)}
+
+
+def rule_set(name: str | RuleSet) -> RuleSet:
+    """The rule set called ``name`` (a ``RuleSet`` passes through).
+
+    Raises:
+        UsageError: The name is not a known rule set.
+    """
+    if isinstance(name, RuleSet):
+        return name
+    try:
+        return RULE_SETS[name]
+    except KeyError:
+        raise UsageError(f"unknown grading rule set {name!r} (known: {', '.join(RULE_SETS)})") from None

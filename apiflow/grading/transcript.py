@@ -1,0 +1,257 @@
+"""Rebuilding a trial's evidence from a schema-1.0 transcript (its ``messages`` alone).
+
+Only what the tool results prove is taken: a request counts when its ``execute``
+returned a response ref (or a network error), a variable when ``write`` reported it
+written, a request entity change when ``write``/``edit`` reported success. Responses
+come from ``execute`` results (``body_preview``) and from later ``read``s of the
+response entity, which carry the full body.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from apiflow.grading.answer import final_message
+from apiflow.grading.evidence import (
+    UNKNOWN,
+    Abstention,
+    Ending,
+    Evidence,
+    Exchange,
+    request_text,
+)
+from apiflow.grading.refs import loads_maybe, parse_ref, ref_key, request_id, response_id
+
+PREVIEW_LIMIT = 600
+_ELLIPSIS = "…"
+
+
+@dataclass(slots=True)
+class _Pending:
+    """An exchange under construction (its body may still be revealed by a ``read``)."""
+
+    request: dict[str, Any]
+    status: int | None
+    body: Any
+    preview: str | None
+    network_error: str | None
+    request_ref: str
+    response_ref: str | None
+
+
+def _tool_calls(messages: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each tool call with its result message, in result order; unanswered calls last with ``None``.
+
+    Results are paired with the calls of the assistant turn they answer (ids are only
+    unique within a turn for some providers).
+    """
+    waiting: dict[Any, dict[str, Any]] = {}
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            yield from ((call, None) for call in waiting.values())
+            waiting = {c.get("id"): c for c in message.get("tool_calls") or () if isinstance(c, dict)}
+        elif role == "tool":
+            call = waiting.pop(message.get("tool_call_id"), None)
+            if call is not None:
+                yield call, message
+    yield from ((call, None) for call in waiting.values())
+
+
+def _result_text(result: Mapping[str, Any]) -> str | None:
+    """The successful result text of a tool call; ``None`` when the tool reported an error."""
+    if result.get("error"):
+        return None
+    content = result.get("content")
+    if isinstance(content, list):
+        content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return content if isinstance(content, str) else None
+
+
+def _arguments(call: Mapping[str, Any]) -> dict[str, Any]:
+    args = loads_maybe(call.get("arguments"))
+    return args if isinstance(args, dict) else {}
+
+
+def _preview_body(preview: Any) -> tuple[Any, str | None]:
+    """Parsed body of a complete preview, or ``(UNKNOWN, preview)`` for a cut one."""
+    if not isinstance(preview, str):
+        return preview, None
+    if len(preview) == PREVIEW_LIMIT + 1 and preview.endswith(_ELLIPSIS):
+        return UNKNOWN, preview
+    try:
+        return json.loads(preview), None
+    except ValueError:
+        return preview, None
+
+
+class _Builder:
+    """Replays the tool results of one transcript into workspace-like state."""
+
+    def __init__(self) -> None:
+        self.pending: list[_Pending] = []
+        self.by_response: dict[str, _Pending] = {}
+        self.entities: dict[str, Any] = {}
+        self.variables: dict[tuple[str, str], Any] = {}
+        self.written: set[str] = set()
+        self.abstention: Abstention | None = None
+        self.tool_calls = 0
+
+    def feed(self, call: dict[str, Any], result: dict[str, Any] | None) -> None:
+        self.tool_calls += 1
+        text = _result_text(result) if result is not None else None
+        if text is None:
+            return
+        name = call.get("name")
+        args = _arguments(call)
+        if name == "execute":
+            self._execute(args, text)
+        elif name == "read":
+            self._read(args, text)
+        elif name == "write":
+            self._write(args, text)
+        elif name == "edit":
+            self._edit(args, text)
+        elif name in ("clarify", "report_blocked") and self.abstention is None:
+            prefix = f"trial terminated ({name}): "
+            reason = text[len(prefix) :] if text.startswith(prefix) else text
+            self.abstention = Abstention(name, reason)  # type: ignore[arg-type]
+
+    def _sent_request(self, args: dict[str, Any]) -> dict[str, Any]:
+        if "request" in args:
+            request = loads_maybe(args["request"])
+            return request if isinstance(request, dict) else {}
+        target = parse_ref(args.get("target"))
+        content = self.entities.get(ref_key(*target)) if target else None
+        return dict(content) if isinstance(content, dict) else {}
+
+    def _execute(self, args: dict[str, Any], text: str) -> None:
+        result = loads_maybe(text)
+        if not isinstance(result, dict):
+            return
+        request = self._sent_request(args)
+        if "response_ref" in result:
+            body, preview = _preview_body(result.get("body_preview"))
+            ref = str(result["response_ref"])
+            status = result.get("status")
+            item = _Pending(
+                request,
+                status if isinstance(status, int) else None,
+                body,
+                preview,
+                None,
+                f"request:{request_id(ref)}",
+                ref,
+            )
+            self.by_response[response_id(ref)] = item
+        elif isinstance(result.get("error"), str) and "request_ref" in result:
+            ref = str(result["request_ref"])
+            item = _Pending(request, None, None, None, result["error"], ref, None)
+        else:
+            return
+        self.pending.append(item)
+        # An inline execute creates a request entity later executions may target.
+        self.entities.setdefault(item.request_ref, request)
+
+    def _read(self, args: dict[str, Any], text: str) -> None:
+        ref = parse_ref(args.get("entity_ref"))
+        if not ref or ref[0] != "response":
+            return
+        item = self.by_response.get(ref[1])
+        if item is None or item.body is not UNKNOWN:
+            return
+        payload = loads_maybe(text)
+        content = payload.get("content") if isinstance(payload, dict) else None
+        if isinstance(content, dict) and "body" in content:
+            item.body, item.preview = content["body"], None
+
+    def _write(self, args: dict[str, Any], text: str) -> None:
+        ref = parse_ref(args.get("entity_ref"))
+        content = loads_maybe(args.get("content"))
+        if not ref or not isinstance(content, dict):
+            return
+        kind, name = ref
+        if kind == "variable" and text.startswith("variable ") and text.endswith(" written"):
+            written = text[len("variable ") : -len(" written")]
+            scope = written[: -len(name) - 1] if written.endswith(":" + name) else written.partition(":")[0]
+            self.variables[(scope, name)] = content.get("value")
+        elif text.startswith("entity ") and text.endswith(" written"):
+            self.entities[ref_key(kind, name)] = content
+            self.written.add(ref_key(kind, name))
+
+    def _edit(self, args: dict[str, Any], text: str) -> None:
+        ref = parse_ref(args.get("entity_ref"))
+        patch = loads_maybe(args.get("patch"))
+        if not ref or not isinstance(patch, dict) or " edited" not in text:
+            return
+        key = ref_key(*ref)
+        current = self.entities.get(key)
+        self.entities[key] = {**(current if isinstance(current, dict) else {}), **patch}
+        self.written.add(key)
+
+    def exchanges(self) -> tuple[Exchange, ...]:
+        return tuple(_freeze(i, item) for i, item in enumerate(self.pending))
+
+
+def _freeze(index: int, item: _Pending) -> Exchange:
+    request = item.request
+    method = request.get("method")
+    url = request.get("url")
+    url = url if isinstance(url, str) else ""
+    headers, body = request.get("headers"), request.get("body")
+    return Exchange(
+        index=index,
+        method=method.upper() if isinstance(method, str) else "GET",
+        url=url,
+        headers=headers,
+        body=body,
+        text=request_text(url, headers, body),
+        status=item.status,
+        response_body=item.body,
+        preview=item.preview,
+        network_error=item.network_error,
+        request_ref=item.request_ref,
+        response_ref=item.response_ref,
+    )
+
+
+def _ending(messages: list[dict[str, Any]], abstention: Abstention | None, text: str) -> Ending:
+    if abstention is not None:
+        return abstention.kind
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool" or (last.get("role") == "assistant" and last.get("tool_calls")):
+        return "limit"
+    return "answered" if text.strip() else "no_answer"
+
+
+def evidence_from_transcript(trial_json: Mapping[str, Any]) -> Evidence:
+    """Rebuild the evidence of one published (schema-1.0) trial from its messages.
+
+    Args:
+        trial_json: The parsed trial file (only ``messages`` is read).
+
+    Returns:
+        The evidence; responses seen only through a cut preview and never read have
+        ``response_body`` ``UNKNOWN``.
+    """
+    messages = [m for m in trial_json.get("messages") or () if isinstance(m, dict)]
+    builder = _Builder()
+    for call, result in _tool_calls(messages):
+        builder.feed(call, result)
+    exchanges = builder.exchanges()
+    text, reasoning = final_message(messages)
+    return Evidence(
+        exchanges=exchanges,
+        variables=builder.variables,
+        entities={k: v for k, v in builder.entities.items() if k in builder.written},
+        answer_text=text,
+        answer_reasoning=reasoning,
+        abstention=builder.abstention,
+        ending=_ending(messages, builder.abstention, text),
+        tool_call_count=builder.tool_calls,
+        new_response_count=sum(1 for e in exchanges if e.has_response),
+        new_variable_count=len(builder.variables),
+    )
