@@ -1,0 +1,40 @@
+"""Imports point down: apiflow never imports cluster or ray; litellm lives in exactly one module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def by_module() -> dict[str, set[str]]:
+    return {str(p.relative_to(ROOT)): imported_modules(p) for p in (ROOT / "apiflow").rglob("*.py")}
+
+
+def test_apiflow_never_imports_cluster_or_ray() -> None:
+    offenders = {m: i & {"cluster", "ray"} for m, i in by_module().items() if i & {"cluster", "ray"}}
+    assert offenders == {}
+
+
+def test_litellm_is_imported_in_exactly_one_module() -> None:
+    users = sorted(m for m, i in by_module().items() if "litellm" in i)
+    assert len(users) <= 1, users
+
+
+def test_world_imports_nothing_else_from_apiflow() -> None:
+    for path in (ROOT / "apiflow" / "world").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("apiflow."):
+                assert node.module.startswith("apiflow.world"), f"{path.name} imports {node.module}"
