@@ -31,7 +31,7 @@ class ChainFile(BaseModel):
 
 def _shift_refs(value: Any, offset: int) -> Any:
     if isinstance(value, str):
-        return _REF.sub(lambda m: "{{ref:%d}}" % (int(m.group(1)) + offset), value)
+        return _REF.sub(lambda m: f"{{{{ref:{int(m.group(1)) + offset}}}}}", value)
     if isinstance(value, dict):
         return {k: _shift_refs(v, offset) for k, v in value.items()}
     if isinstance(value, list):

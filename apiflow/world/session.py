@@ -60,7 +60,7 @@ class WorldSession:
 
     def send(self, request: HttpRequest) -> HttpResponse:
         """Answer one request, advancing the session state."""
-        for name, value in request.headers.items():
+        for value in request.headers.values():
             if not isinstance(value, str):
                 raise TransportError(f"Header value must be str or bytes, not {type(value)}", kind="invalid")
         outcome = dispatch(self.world, self.state, request, self.live_netloc, self.seed)
