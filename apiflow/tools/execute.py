@@ -1,0 +1,202 @@
+"""``execute``: turn request content into an ``HttpRequest``, send it, record the exchange.
+
+This module plays the HTTP client the published harness used (httpx over a local
+uvicorn mock): it refuses what that client refused (``execute failed: ...`` tool errors),
+reports what failed on the wire as a *successful* network-error result, and otherwise
+hands the request to the world unchanged — the URL exactly as the agent wrote it
+(relative, or absolute on the spec server), a dict body as JSON, a string body raw.
+
+GraphQL and MCP request shapes are accepted (the system prompt advertises them) and sent
+as the HTTP requests such clients would make: GraphQL as ``POST <url or /graphql>`` with
+``{query, variables?, operationName?}``, MCP as a JSON-RPC ``tools/call`` to
+``POST <url or /mcp>``. Every world is REST-only, so they meet the world's 404.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from apiflow.tools.refs import EntityRef, make_ref
+from apiflow.tools.result import ToolError
+from apiflow.tools.workspace import Exchange, Workspace
+from apiflow.world.errors import TransportError
+from apiflow.world.http import HttpRequest, HttpResponse
+
+Send = Callable[[HttpRequest], HttpResponse]
+
+PREVIEW_LIMIT = 600
+PREVIEW_MARK = "…"
+GRAPHQL_PATH = "/graphql"
+MCP_PATH = "/mcp"
+_ILLEGAL_IN_HEADER = ("\r", "\n", "\x00")
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A request ready for the world, and its record as the agent sent it."""
+
+    http: HttpRequest
+    sent: dict[str, Any]
+
+
+def body_text(body: Any) -> str:
+    """The body as text: raw text stays raw, JSON is re-serialised with ``json.dumps`` (as published)."""
+    if body is None:
+        return ""
+    if isinstance(body, str):
+        return body
+    return json.dumps(body)
+
+
+def body_preview(body: Any) -> str:
+    """The first 600 characters of the body text, plus "…" when cut (601 at most)."""
+    text = body_text(body)
+    return text[:PREVIEW_LIMIT] + PREVIEW_MARK if len(text) > PREVIEW_LIMIT else text
+
+
+def server_view(url: str) -> str:
+    """The URL as the server saw it: path and query, no scheme or host (``/v3/plans?x=1``)."""
+    parts = urlsplit(url)
+    path = parts.path if parts.path.startswith("/") else "/" + parts.path
+    return f"{path}?{parts.query}" if parts.query else path
+
+
+def _protocol_fields(content: dict[str, Any]) -> tuple[str, str, str, Any]:
+    """``(protocol, method, url, body)`` of request content, mapping GraphQL/MCP onto HTTP."""
+    protocol = content.get("protocol") or "rest"
+    if not isinstance(protocol, str) or protocol.lower() not in ("rest", "graphql", "mcp"):
+        raise ToolError(f"execute failed: unsupported protocol {protocol!r} (use 'rest', 'graphql' or 'mcp')")
+    protocol = protocol.lower()
+    if protocol == "graphql":
+        query: dict[str, Any] = {
+            k: content[k] for k in ("query", "variables", "operationName") if k in content
+        }
+        return protocol, "POST", content.get("url") or GRAPHQL_PATH, query
+    if protocol == "mcp":
+        params = {"name": content.get("tool"), "arguments": content.get("arguments") or {}}
+        call: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+        return protocol, "POST", content.get("url") or MCP_PATH, call
+    return protocol, content.get("method") or "GET", content.get("url") or "", content.get("body")
+
+
+def _check_headers(headers: Any) -> dict[str, Any]:
+    if headers is None:
+        return {}
+    if not isinstance(headers, dict):
+        raise ToolError(
+            f"execute failed: headers must be an object of name: value strings, not {type(headers)}"
+        )
+    for value in headers.values():
+        if not isinstance(value, str):
+            raise ToolError(f"execute failed: Header value must be str or bytes, not {type(value)}")
+    return headers
+
+
+def _declared_length_too_small(headers: dict[str, str], body: Any) -> bool:
+    declared = next((v for k, v in headers.items() if k.lower() == "content-length"), None)
+    if declared is None or not declared.strip().isdigit():
+        return False
+    sent = body if isinstance(body, str) else json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    return body is not None and len(sent.encode()) > int(declared)
+
+
+def build_outgoing(content: dict[str, Any]) -> Outgoing:
+    """Validate request content the way the HTTP client would and build the world's request.
+
+    Raises:
+        ToolError: ``execute failed: ...`` for a request the client refuses to send.
+    """
+    protocol, method, url, body = _protocol_fields(content)
+    if not isinstance(method, str):
+        raise ToolError(f"execute failed: method must be a string, not {type(method)}")
+    if not isinstance(url, str):
+        raise ToolError(f"execute failed: url must be a string, not {type(url)}")
+    headers = _check_headers(content.get("headers"))
+    if _declared_length_too_small(headers, body):
+        raise ToolError("execute failed: Too much data for declared Content-Length")
+    http = HttpRequest(
+        method=method.upper(),
+        url=url,
+        headers={name.lower(): value for name, value in headers.items()},
+        body=body,
+    )
+    sent = {"protocol": protocol, "method": http.method, "url": url, "headers": dict(headers), "body": body}
+    return Outgoing(http=http, sent=sent)
+
+
+def wire_failure(headers: dict[str, str]) -> str | None:
+    """What h11 reports for a header it will not put on the wire, else None.
+
+    Such requests fail *after* the request exists, so the published harness answered with a
+    network-error result, e.g. ``network: LocalProtocolError: Illegal header value b'Bearer '``.
+    """
+    for name, value in headers.items():
+        if not name or any(ch in name for ch in " \t:" + "".join(_ILLEGAL_IN_HEADER)):
+            return f"network: LocalProtocolError: Illegal header name {name.encode()!r}"
+        if value != value.strip(" \t") or any(ch in value for ch in _ILLEGAL_IN_HEADER):
+            return f"network: LocalProtocolError: Illegal header value {value.encode()!r}"
+    return None
+
+
+def response_content(response: HttpResponse, http: HttpRequest) -> dict[str, Any]:
+    """The ``response`` entity content: ``{status, headers, body, url, method}``."""
+    body = "" if response.body is None else response.body
+    return {
+        "status": response.status,
+        "headers": dict(response.headers),
+        "body": body,
+        "url": server_view(http.url),
+        "method": http.method,
+    }
+
+
+def execute_request(
+    workspace: Workspace,
+    send: Send,
+    content: dict[str, Any],
+    request_ref: EntityRef | None,
+) -> str:
+    """Send request content and record it; returns the execute result string.
+
+    Args:
+        workspace: Where the request/response entities and the exchange are recorded.
+        send: The world's transport.
+        content: The request content (inline, or a written request entity's content).
+        request_ref: The named request entity being executed, or None for an inline request
+            (which then becomes ``request:req-<6 hex>``).
+
+    Raises:
+        ToolError: For requests the client refuses (``execute failed: ...``).
+    """
+    outgoing = build_outgoing(content)
+    inline = request_ref is None
+    ref = make_ref("request", workspace.ids.request_id()) if request_ref is None else request_ref
+    failure = wire_failure(outgoing.sent["headers"])
+    response: HttpResponse | None = None
+    if failure is None:
+        try:
+            response = send(outgoing.http)
+        except TransportError as exc:
+            if exc.kind != "network":
+                raise ToolError(f"execute failed: {exc}") from None
+            failure = str(exc)
+    if inline:
+        workspace.put_entity(ref, content, "execute")
+    if response is None:
+        workspace.record_exchange(Exchange(str(ref), None, outgoing.sent, None, failure))
+        return json.dumps({"error": failure, "request_ref": str(ref)})
+    response_ref = make_ref("response", workspace.ids.response_id(), parent=ref)
+    workspace.put_entity(response_ref, response_content(response, outgoing.http), "execute")
+    workspace.record_exchange(Exchange(str(ref), str(response_ref), outgoing.sent, response))
+    return json.dumps(
+        {
+            "response_ref": str(response_ref),
+            "status": response.status,
+            "headers": dict(response.headers),
+            "body_preview": body_preview(response.body),
+        }
+    )
