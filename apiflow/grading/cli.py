@@ -1,0 +1,87 @@
+"""``apiflow regrade PATH... [--json OUT]``: regrade published transcripts and compare verdicts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from apiflow.errors import UsageError
+from apiflow.grading.regrade import MAX_DISAGREEMENTS_SHOWN, RegradeSummary, regrade
+from apiflow.grading.rules import RULE_SETS
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``regrade`` verb."""
+    parser = subparsers.add_parser(
+        "regrade",
+        help="regrade schema-1.0 transcripts and compare with their recorded verdicts",
+        description="Rebuild each trial's evidence from its messages, grade it against the predicates recorded "
+        "in its verifier payload, and report agreement with the recorded verdict and G1/G2 flags.",
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="trial JSON files or folders of them")
+    parser.add_argument(
+        "--json", dest="json_out", metavar="OUT", help="also write the summary as JSON to OUT"
+    )
+    parser.add_argument("--rules", default="published-1.0", choices=sorted(RULE_SETS), help="G1 rule set")
+    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
+    parser.set_defaults(func=handle)
+
+
+def _ratio(count: int, total: int) -> str:
+    return f"{count}/{total} ({100.0 * count / total:.3f}%)" if total else f"{count}/0"
+
+
+def render(summary: RegradeSummary, seconds: float) -> str:
+    """The human-readable report."""
+    n = summary.determinable
+    lines = [
+        f"trials read     {summary.files}",
+        f"unscored        {summary.unscored}",
+        f"determinable    {n}",
+        f"indeterminate   {summary.indeterminate}",
+        f"unreadable      {summary.errors}",
+        f"verdict agree   {_ratio(summary.verdict_agree, n)}",
+        f"G1 agree        {_ratio(summary.g1_agree, n)}",
+        f"G2 agree        {_ratio(summary.g2_agree, n)}",
+        f"disagreements   {len(summary.disagreements)}",
+    ]
+    for item in sorted(summary.disagreements, key=lambda d: d["path"])[:MAX_DISAGREEMENTS_SHOWN]:
+        rec, ours = item["recorded"], item["ours"]
+        lines.append(
+            f"  {item['path']}: recorded {rec['verdict']} (G1 {rec['g1']}, G2 {rec['g2']}), "
+            f"ours {ours['verdict']} (G1 {ours['g1']}, G2 {ours['g2']}); first differing predicate: "
+            f"{item['predicate']}"
+        )
+    if len(summary.disagreements) > MAX_DISAGREEMENTS_SHOWN:
+        lines.append(f"  … {len(summary.disagreements) - MAX_DISAGREEMENTS_SHOWN} more (see --json)")
+    for item in sorted(summary.unsettled, key=lambda d: d["path"])[:MAX_DISAGREEMENTS_SHOWN]:
+        lines.append(f"  indeterminate {item['path']}: {', '.join(item['predicates'])}")
+    for item in sorted(summary.failures, key=lambda d: d["path"])[:MAX_DISAGREEMENTS_SHOWN]:
+        lines.append(f"  unreadable {item['path']}: {item['error']}")
+    mb = summary.bytes / 1e6
+    rate = f"{summary.files / seconds:.0f} files/s, {mb / seconds:.1f} MB/s" if seconds > 0 else ""
+    lines.append(f"elapsed         {seconds:.2f} s ({mb:.1f} MB; {rate})")
+    return "\n".join(lines)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run the regrade; exit 0 when every determinable scored trial agrees, 1 otherwise."""
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.json_out and Path(args.json_out).is_dir():
+        raise UsageError(f"--json {args.json_out}: is a folder")
+    start = time.perf_counter()
+    summary = regrade(args.paths, rules=args.rules, workers=args.workers)
+    seconds = time.perf_counter() - start
+    print(render(summary, seconds))
+    if args.json_out:
+        try:
+            Path(args.json_out).write_text(json.dumps(summary.to_json(), indent=2, ensure_ascii=False) + "\n")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.json_out}: {exc.strerror}") from None
+    sys.stdout.flush()
+    return 0 if not summary.disagreements else 1
