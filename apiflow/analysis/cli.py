@@ -1,0 +1,103 @@
+"""Verbs ``apiflow transcripts ingest`` and ``apiflow report``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from apiflow.analysis.ingest import ingest
+from apiflow.analysis.panels import PANELS
+from apiflow.analysis.report import build_report
+from apiflow.analysis.summary import ReportOptions
+from apiflow.analysis.writers import print_leaderboard
+from apiflow.errors import UsageError
+
+
+def register(subparsers) -> None:
+    """Add ``transcripts ingest`` and ``report`` to the top-level parser."""
+    transcripts = subparsers.add_parser("transcripts", help="work with schema-1.0 trial transcripts")
+    verbs = transcripts.add_subparsers(
+        dest="transcripts_verb", metavar="VERB", parser_class=type(transcripts)
+    )
+    ing = verbs.add_parser("ingest", help="flatten a tree of trial JSONs into one Parquet table")
+    ing.add_argument(
+        "dirs",
+        nargs="+",
+        metavar="DIR",
+        help="folders (or files) of trial JSONs, e.g. <model>/<task>-t<N>.json",
+    )
+    ing.add_argument("--out", required=True, metavar="FILE.parquet", help="Parquet file to write")
+    ing.add_argument("--workers", type=int, default=0, help="parser processes (default: all cores)")
+    ing.set_defaults(func=_ingest)
+    transcripts.set_defaults(func=lambda args: _missing_verb(transcripts))
+
+    rep = subparsers.add_parser(
+        "report", help="leaderboard statistics, tables and figures from trial results"
+    )
+    rep.add_argument("inputs", nargs="+", metavar="INPUT",
+                     help="Parquet file, folder of Parquet files (local or s3://), or folder of trial JSONs")  # fmt: skip
+    rep.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    rep.add_argument("--panel", default=None, help=f"restrict to one published panel ({', '.join(PANELS)})")
+    rep.add_argument(
+        "--models", nargs="+", default=None, metavar="MODEL", help="restrict to these model slugs"
+    )
+    rep.add_argument(
+        "--bootstrap", type=int, default=10_000, metavar="N", help="world-bootstrap resamples (default 10000)"
+    )
+    rep.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    rep.add_argument("--count-unscored", action="store_true",
+                     help="keep unscored/harness trials in denominators (published leaderboard convention)")  # fmt: skip
+    rep.add_argument("--prices", default=None, metavar="FILE",
+                     help="price table YAML; given: every trial is re-priced from its tokens")  # fmt: skip
+    rep.add_argument(
+        "--json", action="store_true", help="print summary.json to stdout instead of the leaderboard"
+    )
+    rep.set_defaults(func=_report)
+
+
+def _missing_verb(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    if not args.out.endswith(".parquet"):
+        raise UsageError("--out must name a .parquet file")
+    if args.workers < 0:
+        raise UsageError("--workers must be >= 0")
+    start = time.perf_counter()
+    stats = ingest(args.dirs, args.out, workers=args.workers)
+    seconds = time.perf_counter() - start
+    print(
+        f"ingested {stats.files:,} trial files ({stats.bytes / 1e6:,.1f} MB) -> {args.out} "
+        f"({stats.rows:,} rows) in {seconds:.1f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from apiflow.results.prices import DEFAULT_PRICE_TABLE, load_price_table
+
+    if args.bootstrap < 0:
+        raise UsageError("--bootstrap must be >= 0")
+    prices = load_price_table(args.prices or DEFAULT_PRICE_TABLE)
+    options = ReportOptions(
+        bootstrap=args.bootstrap, seed=args.seed, prices=prices, reprice=args.prices is not None
+    )
+    summary, files = build_report(
+        args.inputs, Path(args.out), panel=args.panel, models=args.models,
+        count_unscored=args.count_unscored, options=options,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+    else:
+        print_leaderboard(summary)
+        print(
+            f"wrote {files.summary}, {files.leaderboard}, {files.html} and {len(files.figures)} figures",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,114 @@
+"""The report's content as plain sections (text + tables), rendered to Markdown, HTML and terminal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Table:
+    """A table: column headers and rows of display strings."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class Section:
+    """A titled block of paragraphs, tables and figure references."""
+
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    figures: list[str] = field(default_factory=list)  # figure names (see figures.FIGURES)
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """A rate as a percentage string ("—" when missing)."""
+    return "—" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def pct_ci(entry: dict, key: str = "rate", ci_key: str = "ci90") -> str:
+    """``74.4% [53.6, 93.5]``."""
+    band = entry.get(ci_key) or [None, None]
+    if entry.get(key) is None:
+        return "—"
+    if band[0] is None:
+        return pct(entry[key])
+    return f"{pct(entry[key])} [{100 * band[0]:.1f}, {100 * band[1]:.1f}]"
+
+
+def _model_rates(entry: dict) -> dict[str, dict]:
+    return {m["model"]: m for m in entry["per_model"]}
+
+
+def leaderboard_table(s: dict) -> Table:
+    """One row per model, ordered by overall pass rate."""
+    k = s["headline"]["length"]
+    epochs = s["reach"]["epochs"]
+    slices = {
+        "all": _model_rates(s["pass_rates"]["all"]),
+        "solo": _model_rates(s["pass_rates"]["solo"]),
+        "chains": _model_rates(s["pass_rates"]["chains"]["inclusive"]),
+        "chains_clean": _model_rates(s["pass_rates"]["chains"]["clean"]),
+        "head": _model_rates(s["headline"]["inclusive"]) if k else {},
+        "head_clean": _model_rates(s["headline"]["clean"]) if k else {},
+    }
+    cost = {r["model"]: r for r in s["cost"]["models"]}
+    order = sorted(slices["all"], key=lambda m: -(slices["all"][m]["rate"] or 0))
+    header = ["#", "model", "pass rate [90% CI]", "solo", "chains", "chains clean"]
+    if k:
+        header += [f"L{k}", f"L{k} clean"]
+    header += [f"best-of-{epochs}", f"all-{epochs}-of-{epochs}", "USD/trial", "unscored"]
+    rows = []
+    for rank, model in enumerate(order, 1):
+        row = [str(rank), model, pct_ci(slices["all"][model])]
+        row += [pct(slices[name].get(model, {}).get("rate")) for name in ("solo", "chains", "chains_clean")]
+        if k:
+            row += [pct(slices[name].get(model, {}).get("rate")) for name in ("head", "head_clean")]
+        reach = s["reach"]["models"].get(model, {})
+        row += [pct(reach.get("best_of", {}).get("value")), pct(reach.get("all_of", {}).get("value"))]
+        usd = cost.get(model, {}).get("mean_usd_per_trial")
+        row += ["—" if usd is None else f"{usd:.4f}", str(slices["all"][model]["unscored"])]
+        rows.append(row)
+    return Table(header, rows)
+
+
+def headline_paragraphs(s: dict) -> list[str]:
+    """The key figures in sentences."""
+    meta, rates, screen = s["meta"], s["pass_rates"], s["screen"]
+    un = meta["unscored"]
+    out = [
+        f"{meta['trials']:,} trials, {len(meta['models'])} models, {meta['tasks']} tasks "
+        f"({meta['solo_tasks']} solo, {meta['chain_tasks']} chains), {len(meta['worlds'])} worlds. "
+        f"Denominators: {'all trials (unscored count as failures)' if meta['convention'] == 'count_unscored' else 'scored trials only'}; "
+        f"unscored trials: {un['total']} ({un['no_verdict']} without verdict, {un['harness']} harness/provider outcomes), never passes.",
+        f"Solo pass rate {pct_ci(rates['solo'])}; chains {pct_ci(rates['chains']['inclusive'])} inclusive, "
+        f"{pct_ci(rates['chains']['clean'])} clean. Intervals: 90% world cluster bootstrap, "
+        f"B = {meta['bootstrap']['resamples']:,}, seed {meta['bootstrap']['seed']}, {len(meta['worlds'])} worlds.",
+    ]
+    if screen["chain_trials"]:
+        out.append(
+            f"Cell screen: {screen['n_flagged']} chain cells with no pass by any model, covering "
+            f"{screen['flagged_trials']:,} of {screen['chain_trials']:,} counted chain trials ({pct(screen['flagged_share'])}); "
+            f"{len(screen['near_zero_cells'])} near-zero cells (1–3 passes) kept."
+        )
+    head = s["headline"]
+    if head["length"]:
+        out.append(
+            f"Headline slice, length {head['length']}: {pct_ci(head['inclusive'])} inclusive over "
+            f"{head['inclusive']['worlds']} worlds, {pct_ci(head['clean'])} clean over {head['clean']['worlds']} worlds."
+        )
+        null = s["null_model"]["headline_clean"]
+        if null["trials"]:
+            out.append(
+                f"Independent-error null on the clean length-{head['length']} slice: observed {pct(null['observed'])} vs "
+                f"predicted {pct(null['predicted'])} (gap {null['gap_points']:+.1f} points, "
+                f"90% CI [{null['gap_points_ci90'][0]:+.1f}, {null['gap_points_ci90'][1]:+.1f}])."
+            )
+        fail = s["failures"]["headline_clean"]
+        out.append(
+            f"Failures on that slice: {fail['failures']} — {fail['delivery_only']} delivery-only (G1 ✓, G2 ✗), "
+            f"{fail['state_only']} state-only, {fail['both']} both, {fail['abstained']} abstained."
+        )
+    return out

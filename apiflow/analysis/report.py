@@ -1,0 +1,58 @@
+"""``apiflow report``: load trials, compute the summary, write every output."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from apiflow.analysis.figures import write_figures
+from apiflow.analysis.sections import build_sections
+from apiflow.analysis.summary import ReportOptions, summarize
+from apiflow.analysis.table import load_table
+from apiflow.analysis.trials import select_rows, trials_from_table
+from apiflow.analysis.writers import render_html, render_markdown, write_summary
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """Where a report was written."""
+
+    summary: Path
+    leaderboard: Path
+    html: Path
+    figures: dict[str, Path]
+
+
+def build_report(
+    inputs: Sequence[str],
+    out_dir: Path,
+    *,
+    panel: str | None = None,
+    models: Sequence[str] | None = None,
+    count_unscored: bool = False,
+    options: ReportOptions | None = None,
+) -> tuple[dict, ReportFiles]:
+    """Compute the summary of ``inputs`` and write summary.json, leaderboard.md, report.html and PNGs.
+
+    Raises:
+        UsageError: unreadable input, unknown panel/model, no trials left.
+    """
+    table = select_rows(load_table(inputs), panel=panel, models=models)
+    trials = trials_from_table(table, count_unscored=count_unscored)
+    summary = summarize(trials, options or ReportOptions())
+    summary["meta"]["inputs"] = [str(i) for i in inputs]
+    summary["meta"]["filters"] = {"panel": panel, "models": list(models) if models else None}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = ReportFiles(
+        summary=out_dir / "summary.json",
+        leaderboard=out_dir / "leaderboard.md",
+        html=out_dir / "report.html",
+        figures=write_figures(summary, out_dir),
+    )
+    write_summary(summary, files.summary)
+    title = "apiflow report" + (f" — panel {panel}" if panel else "")
+    sections = build_sections(summary)
+    files.leaderboard.write_text(render_markdown(sections, title), encoding="utf-8")
+    files.html.write_text(render_html(sections, title, files.figures), encoding="utf-8")
+    return summary, files
