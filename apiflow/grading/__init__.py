@@ -7,6 +7,7 @@ Public face: ``grade(predicates, checkpoints, constraints, evidence, *, rules=..
 
 from apiflow.grading.answer import compare, extract_card, final_message
 from apiflow.grading.evidence import UNKNOWN, Abstention, Evidence, Exchange
+from apiflow.grading.live import evidence_from_workspace
 from apiflow.grading.published import generation_of, spec_from_published, specs_from_verifier
 from apiflow.grading.rules import PUBLISHED, RULE_SETS, STRICT, RuleSet, rule_set
 from apiflow.grading.spec import (
@@ -41,6 +42,7 @@ __all__ = [
     "WorkspaceValueSpec",
     "compare",
     "evidence_from_transcript",
+    "evidence_from_workspace",
     "extract_card",
     "final_message",
     "generation_of",

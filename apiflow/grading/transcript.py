@@ -88,6 +88,26 @@ def _preview_body(preview: Any) -> tuple[Any, str | None]:
         return preview, None
 
 
+def _abstention(name: str, text: str) -> Abstention:
+    prefix = f"trial terminated ({name}): "
+    reason = text[len(prefix) :] if text.startswith(prefix) else text
+    return Abstention(name, reason)  # type: ignore[arg-type]
+
+
+def abstention_in(messages: list[dict[str, Any]]) -> tuple[Abstention | None, int]:
+    """The first ``clarify``/``report_blocked`` call that got a result, and the number of tool calls."""
+    found: Abstention | None = None
+    calls = 0
+    for call, result in _tool_calls(messages):
+        calls += 1
+        name = call.get("name")
+        if found is None and name in ("clarify", "report_blocked") and result is not None:
+            text = _result_text(result)
+            if text is not None:
+                found = _abstention(str(name), text)
+    return found, calls
+
+
 class _Builder:
     """Replays the tool results of one transcript into workspace-like state."""
 
@@ -116,9 +136,7 @@ class _Builder:
         elif name == "edit":
             self._edit(args, text)
         elif name in ("clarify", "report_blocked") and self.abstention is None:
-            prefix = f"trial terminated ({name}): "
-            reason = text[len(prefix) :] if text.startswith(prefix) else text
-            self.abstention = Abstention(name, reason)  # type: ignore[arg-type]
+            self.abstention = _abstention(name, text)
 
     def _sent_request(self, args: dict[str, Any]) -> dict[str, Any]:
         if "request" in args:
@@ -218,7 +236,8 @@ def _freeze(index: int, item: _Pending) -> Exchange:
     )
 
 
-def _ending(messages: list[dict[str, Any]], abstention: Abstention | None, text: str) -> Ending:
+def ending_of(messages: list[dict[str, Any]], abstention: Abstention | None, text: str) -> Ending:
+    """How the trial ended, read off its last message."""
     if abstention is not None:
         return abstention.kind
     last = messages[-1] if messages else {}
@@ -250,7 +269,7 @@ def evidence_from_transcript(trial_json: Mapping[str, Any]) -> Evidence:
         answer_text=text,
         answer_reasoning=reasoning,
         abstention=builder.abstention,
-        ending=_ending(messages, builder.abstention, text),
+        ending=ending_of(messages, builder.abstention, text),
         tool_call_count=builder.tool_calls,
         new_response_count=sum(1 for e in exchanges if e.has_response),
         new_variable_count=len(builder.variables),

@@ -1,0 +1,70 @@
+"""Evidence of a trial run by our own loop: straight from the workspace, full bodies known.
+
+Duck-typed on the tools package's ``Workspace`` (``exchanges``, ``variables()``,
+``changed_variables``, ``entities``) so grading does not import the tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from apiflow.grading.answer import final_message
+from apiflow.grading.evidence import Evidence, Exchange, request_text
+from apiflow.grading.transcript import abstention_in, ending_of
+
+
+def _exchange(index: int, sent: Any) -> Exchange:
+    request = sent.request if isinstance(sent.request, dict) else {}
+    method, url = request.get("method"), request.get("url")
+    url = url if isinstance(url, str) else ""
+    headers, body = request.get("headers"), request.get("body")
+    response = sent.response
+    return Exchange(
+        index=index,
+        method=method.upper() if isinstance(method, str) else "GET",
+        url=url,
+        headers=headers,
+        body=body,
+        text=request_text(url, headers, body),
+        status=response.status if response is not None else None,
+        response_body=response.body if response is not None else None,
+        network_error=sent.network_error,
+        request_ref=sent.request_ref,
+        response_ref=sent.response_ref,
+    )
+
+
+def evidence_from_workspace(workspace: Any, messages: Sequence[dict[str, Any]]) -> Evidence:
+    """The evidence of a live trial.
+
+    Args:
+        workspace: The trial's ``apiflow.tools.Workspace`` after the loop ended.
+        messages: The trial's schema-1.0 messages (final answer, abstention, tool-call count).
+
+    Returns:
+        Evidence whose response bodies are all known (nothing is ever unsettled).
+    """
+    messages = [m for m in messages if isinstance(m, dict)]
+    exchanges = tuple(_exchange(i, sent) for i, sent in enumerate(workspace.exchanges))
+    changed = set(workspace.changed_variables)
+    variables = {(v[0], v[1]): v[2] for v in workspace.variables() if (v[0], v[1]) in changed}
+    entities = {
+        key: entity.content
+        for key, entity in workspace.entities.items()
+        if getattr(entity, "origin", "write") != "execute"
+    }
+    abstention, calls = abstention_in(messages)
+    text, reasoning = final_message(messages)
+    return Evidence(
+        exchanges=exchanges,
+        variables=variables,
+        entities=entities,
+        answer_text=text,
+        answer_reasoning=reasoning,
+        abstention=abstention,
+        ending=ending_of(messages, abstention, text),
+        tool_call_count=calls,
+        new_response_count=sum(1 for e in exchanges if e.has_response),
+        new_variable_count=len(variables),
+    )
