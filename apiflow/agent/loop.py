@@ -1,0 +1,238 @@
+"""The ReAct loop: ask the model, run its tool calls in order, repeat until a typed stop.
+
+Stop conditions (``Termination``):
+- the model replies without a tool call -> ``answered`` (visible text) or ``no_answer`` (empty);
+- a ``clarify``/``report_blocked`` call ran -> that name, plus one empty assistant turn as published;
+- a limit (messages, tool calls, tokens, wall time) -> ``limit`` with ``LoopOutcome.limit`` naming it;
+- the provider gave up -> ``provider_error``; a bug in the model client or the tools -> ``harness_error``.
+Neither of the last two is ever a model failure. The model's own mistakes (malformed arguments, bad
+refs) go back to it as tool errors and are counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError, ToolCall, Usage
+from apiflow.results.record import Termination
+
+LimitName = Literal["messages", "tool_calls", "tokens", "time"]
+
+_ABSTAIN_TOOLS = {"clarify": Termination.CLARIFY, "report_blocked": Termination.REPORT_BLOCKED}
+
+
+@dataclass(frozen=True, slots=True)
+class TrialLimits:
+    """Per-trial limits; ``None`` means unlimited.
+
+    Attributes:
+        max_messages: Transcript length cap, system and user messages included (published: 500).
+        max_tool_calls: Tool calls run in the trial.
+        max_tokens: input + output + cache-read tokens over all model calls.
+        max_seconds: Wall-clock budget of the loop (published: ~1,800 s).
+    """
+
+    max_messages: int | None = 500
+    max_tool_calls: int | None = None
+    max_tokens: int | None = None
+    max_seconds: float | None = 1800.0
+
+
+class ToolResultLike(Protocol):
+    """What the loop needs from a tool result (``apiflow.tools.ToolResult``)."""
+
+    content: str
+    error: dict[str, Any] | None
+    terminated: str | None
+    parse_error: bool
+
+
+class ToolRunner(Protocol):
+    """What the loop needs from the toolbox."""
+
+    def call(self, name: str, arguments: dict[str, Any] | str) -> ToolResultLike: ...
+
+
+@dataclass(slots=True)
+class LoopOutcome:
+    """How the loop ended and what it spent (``messages`` is the caller's list, extended in place)."""
+
+    termination: Termination = Termination.NO_ANSWER
+    limit: LimitName | None = None
+    model_calls: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    parse_errors: int = 0
+    usage: Usage = field(default_factory=Usage)
+    provider_cost_usd: float | None = None
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    harness_error: str | None = None
+
+
+def assistant_message(output: ModelOutput) -> dict[str, Any]:
+    """The schema-1.0 assistant message for one model turn (content as blocks)."""
+    blocks: list[dict[str, str]] = []
+    if output.reasoning:
+        blocks.append({"type": "reasoning", "reasoning": output.reasoning})
+    if output.text:
+        blocks.append({"type": "text", "text": output.text})
+    message: dict[str, Any] = {"role": "assistant", "content": blocks}
+    if output.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in output.tool_calls
+        ]
+    return message
+
+
+def tool_message(call: ToolCall, result: ToolResultLike) -> dict[str, Any]:
+    """The schema-1.0 tool message for one result (``error`` only on failure, content then "")."""
+    message: dict[str, Any] = {
+        "role": "tool",
+        "content": result.content,
+        "tool_call_id": call.id,
+        "function": call.name,
+    }
+    if result.error is not None:
+        message["error"] = result.error
+    return message
+
+
+def harness_error_text(exc: BaseException) -> str:
+    """One line naming a harness fault (type and message), recorded on the trial."""
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+class _Loop:
+    """One run of the loop; the state lives here so each step stays a short method."""
+
+    def __init__(
+        self,
+        model: ModelClient,
+        tools: ToolRunner,
+        schemas: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        limits: TrialLimits,
+        config: GenerateConfig,
+    ) -> None:
+        self.model, self.tools, self.schemas = model, tools, schemas
+        self.messages, self.limits, self.config = messages, limits, config
+        self.out = LoopOutcome()
+        self.deadline = None if limits.max_seconds is None else time.monotonic() + limits.max_seconds
+
+    def _stop_limit(self, name: LimitName) -> bool:
+        self.out.termination, self.out.limit = Termination.LIMIT, name
+        return True
+
+    def _over_messages(self) -> bool:
+        cap = self.limits.max_messages
+        return cap is not None and len(self.messages) >= cap
+
+    def _over_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    async def _generate(self) -> ModelOutput | None:
+        """One model call under the remaining wall-time budget; None when the budget ran out."""
+        if self.deadline is None:
+            return await self.model.generate(self.messages, self.schemas, self.config)
+        try:
+            async with asyncio.timeout(self.deadline - time.monotonic()):
+                return await self.model.generate(self.messages, self.schemas, self.config)
+        except TimeoutError:
+            return None
+
+    def _account(self, output: ModelOutput) -> None:
+        out = self.out
+        out.model_calls += 1
+        out.usage = out.usage + output.usage
+        out.retries.extend(output.retries)
+        if output.provider_cost_usd is not None:
+            out.provider_cost_usd = (out.provider_cost_usd or 0.0) + output.provider_cost_usd
+
+    def _over_tokens(self) -> bool:
+        cap = self.limits.max_tokens
+        u = self.out.usage
+        return cap is not None and u.input + u.output + u.cache_read >= cap
+
+    def _run_calls(self, calls: tuple[ToolCall, ...]) -> bool:
+        """Run one turn's calls in order; True when the trial must stop."""
+        cap = self.limits.max_tool_calls
+        for call in calls:
+            if cap is not None and self.out.tool_calls >= cap:
+                return self._stop_limit("tool_calls")
+            if self._over_messages():
+                return self._stop_limit("messages")
+            if self._over_time():
+                return self._stop_limit("time")
+            result = self.tools.call(call.name, call.arguments)
+            self.out.tool_calls += 1
+            self.out.tool_errors += result.error is not None
+            self.out.parse_errors += bool(result.parse_error)
+            self.messages.append(tool_message(call, result))
+            if result.terminated is not None:
+                # Published shape: the abstention's tool result, then one empty assistant turn.
+                self.out.termination = _ABSTAIN_TOOLS[result.terminated]
+                self.messages.append({"role": "assistant", "content": [{"type": "text", "text": ""}]})
+                return True
+        return False
+
+    async def run(self) -> LoopOutcome:
+        while True:
+            if self._over_messages():
+                self._stop_limit("messages")
+                break
+            output = await self._generate()
+            if output is None:
+                self._stop_limit("time")
+                break
+            self._account(output)
+            self.messages.append(assistant_message(output))
+            if not output.tool_calls:
+                answered = bool(output.text.strip())
+                self.out.termination = Termination.ANSWERED if answered else Termination.NO_ANSWER
+                break
+            if self._over_tokens():
+                self._stop_limit("tokens")
+                break
+            if self._run_calls(output.tool_calls):
+                break
+        return self.out
+
+
+async def run_loop(
+    model: ModelClient,
+    tools: ToolRunner,
+    schemas: list[dict[str, Any]],
+    messages: list[dict[str, Any]],
+    *,
+    limits: TrialLimits | None = None,
+    config: GenerateConfig | None = None,
+) -> LoopOutcome:
+    """Run the ReAct loop until a stop condition, extending ``messages`` in place.
+
+    Args:
+        model: The model taking the assistant turns.
+        tools: Runs one tool call (the trial's ``Toolbox``).
+        schemas: Tool JSON schemas shown to the model.
+        messages: The transcript so far (system + user); the loop appends to it.
+        limits: Trial limits (defaults: 500 messages, 1,800 s).
+        config: Generation parameters (default temperature 1.0).
+
+    Returns:
+        The outcome. A ``ProviderError`` ends the loop as ``provider_error`` and any other exception
+        from the model client or the tools as ``harness_error`` (named in ``harness_error``), so a
+        harness fault can never pass for a model failure.
+    """
+    loop = _Loop(model, tools, schemas, messages, limits or TrialLimits(), config or GenerateConfig())
+    try:
+        return await loop.run()
+    except ProviderError as exc:
+        loop.out.termination = Termination.PROVIDER_ERROR
+        loop.out.retries.extend(exc.retries)
+        loop.out.harness_error = harness_error_text(exc)
+    except Exception as exc:  # noqa: BLE001 - a harness bug: recorded and counted, never a model failure
+        loop.out.termination = Termination.HARNESS_ERROR
+        loop.out.harness_error = harness_error_text(exc)
+    return loop.out

@@ -1,0 +1,200 @@
+"""One trial end to end: fresh world + workspace, the loop, grading, the schema-1.0 record.
+
+Harness faults are kept apart from model failures: a ``ProviderError`` ends the trial as
+``provider_error`` and any unexpected exception (setting up, in the loop, while grading) as
+``harness_error``; both are recorded unscored (``verdict ""``) and never count against the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from apiflow.agent.ids import agent_version, derived_seed, trial_id_for
+from apiflow.agent.loop import LoopOutcome, TrialLimits, harness_error_text, run_loop
+from apiflow.agent.prompts import initial_messages
+from apiflow.bank.task import Task
+from apiflow.models.base import GenerateConfig, ModelClient
+from apiflow.results.record import (
+    ApiflowBlock,
+    Provenance,
+    Termination,
+    Tokens,
+    TokensDetail,
+    TrialRecord,
+)
+from apiflow.world import WorldDef, WorldSession
+
+GRADING_RULES = "published-1.0"
+
+
+def _grader() -> Any:
+    """``(grade, evidence_from_workspace)`` once the grading package provides them, else None."""
+    try:
+        from apiflow.grading import evidence_from_workspace, grade  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return grade, evidence_from_workspace
+
+
+def _tools() -> Any:
+    # Imported on first use: the tools package sits beside the agent, and the CLI's `task list`
+    # should not pay for it.
+    from apiflow import tools
+
+    return tools
+
+
+@functools.cache
+def _schemas_and_hash() -> tuple[list[dict[str, Any]], str]:
+    """The tool schemas shown to every model and their sha256 (a constant of the code)."""
+    schemas = _tools().tool_schemas()
+    return schemas, hashlib.sha256(json.dumps(schemas, sort_keys=True).encode()).hexdigest()
+
+
+def _tokens(outcome: LoopOutcome) -> tuple[Tokens, TokensDetail]:
+    u = outcome.usage
+    published = Tokens(
+        input=u.input, output=u.output, cache=u.cache_read, total=u.input + u.output + u.cache_read
+    )
+    detail = TokensDetail(
+        input=u.input,
+        output=u.output,
+        cache_read=u.cache_read,
+        cache_write=u.cache_write,
+        reasoning=u.reasoning,
+    )
+    return published, detail
+
+
+class _Trial:
+    """Holds one trial's parts so setup, loop and grading each stay small."""
+
+    def __init__(self, task: Task, world: WorldDef, seed: int, epoch: int) -> None:
+        self.task, self.world, self.seed, self.epoch = task, world, seed, epoch
+        self.messages: list[dict[str, Any]] = initial_messages(task)
+        self.workspace: Any = None
+        self.toolbox: Any = None
+
+    def setup(self) -> None:
+        tools = _tools()
+        session = WorldSession(
+            self.world,
+            derived_seed("world", self.seed, self.task.id, self.epoch),
+            state_overrides=self.task.world_state,
+        )
+        self.workspace = tools.Workspace(
+            seed_variables=list(self.task.seed),
+            spec_content=session.spec_content(),
+            id_seed=derived_seed("workspace", self.seed, self.task.id, self.epoch),
+        )
+        self.toolbox = tools.Toolbox(self.workspace, session.send)
+
+    def grade(self) -> Any:
+        grader = _grader()
+        if grader is None:
+            return None
+        grade, evidence_from_workspace = grader
+        evidence = evidence_from_workspace(self.workspace, self.messages)
+        t = self.task
+        return grade(t.predicates, t.checkpoints, t.constraints, evidence, rules=GRADING_RULES)
+
+
+async def run_trial(
+    task: Task,
+    world: WorldDef,
+    model: ModelClient,
+    *,
+    seed: int,
+    epoch: int,
+    bank_name: str,
+    bank_hash: str,
+    run_id: str,
+    limits: TrialLimits | None = None,
+    model_slug: str,
+    config: GenerateConfig | None = None,
+) -> TrialRecord:
+    """Run one trial of ``task`` with ``model`` and return its graded record.
+
+    Args:
+        task: The bank task.
+        world: The task's world definition.
+        model: The model for this trial (``make_model(name, task, trial_seed(seed, task.id, epoch))``).
+        seed: The run's base seed; world and workspace seeds derive from it, the task and the epoch.
+        epoch: 1-based epoch, recorded as ``trial`` and ``provenance.epoch``.
+        bank_name: Bank name recorded on the trial.
+        bank_hash: Bank sha256 (part of the trial id).
+        run_id: The run this trial belongs to.
+        limits: Trial limits (default 500 messages, 1,800 s).
+        model_slug: Leaderboard slug recorded as ``model`` (the results folder name).
+        config: Generation parameters (default temperature 1.0).
+
+    Returns:
+        The record; identical across runs with the same inputs apart from ``duration_s`` and
+        ``provenance.created``.
+    """
+    limits = limits or TrialLimits()
+    created = datetime.now(UTC).isoformat(timespec="seconds")
+    started = time.perf_counter()
+    trial = _Trial(task, world, seed, epoch)
+    outcome = LoopOutcome()
+    graded: Any = None
+    tool_schema_hash = ""
+    try:
+        schemas, tool_schema_hash = _schemas_and_hash()
+        trial.setup()
+        outcome = await run_loop(model, trial.toolbox, schemas, trial.messages, limits=limits, config=config)
+        if outcome.termination not in (Termination.PROVIDER_ERROR, Termination.HARNESS_ERROR):
+            graded = trial.grade()
+    except Exception as exc:  # noqa: BLE001 - setup or grading fault: a harness outcome, never the model's
+        outcome.termination = Termination.HARNESS_ERROR
+        outcome.harness_error = harness_error_text(exc)
+        graded = None
+    duration = round(time.perf_counter() - started, 3)
+    tokens, detail = _tokens(outcome)
+    version = agent_version(limits)
+    return TrialRecord(
+        model=model_slug,
+        model_api=model.model_api,
+        task_id=task.id,
+        trial=epoch,
+        verdict=graded.verdict if graded is not None else "",
+        passed=graded.passed if graded is not None else None,
+        failure_reason=graded.failure_reason if graded is not None else "",
+        tokens=tokens,
+        duration_s=duration,
+        messages=trial.messages,
+        verifier=graded.verifier if graded is not None else None,
+        provenance=Provenance(run_id=run_id, epoch=epoch, created=created),
+        apiflow=ApiflowBlock(
+            trial_id=trial_id_for(
+                bank_hash, task.id, model_slug, model.model_api, epoch, seed, version, tool_schema_hash
+            ),
+            bank=bank_name,
+            bank_hash=bank_hash,
+            seed=seed,
+            termination=outcome.termination,
+            limit=outcome.limit,
+            model_calls=outcome.model_calls,
+            tool_calls=outcome.tool_calls,
+            tool_errors=outcome.tool_errors,
+            parse_errors=outcome.parse_errors,
+            tokens=detail,
+            provider_cost_usd=outcome.provider_cost_usd,
+            retries=outcome.retries,
+            harness_error=outcome.harness_error,
+            grader=GRADING_RULES if graded is not None else None,
+            agent_version=version,
+            tool_schema_hash=tool_schema_hash,
+        ),
+    )
+
+
+def run_trial_sync(*args: Any, **kwargs: Any) -> TrialRecord:
+    """``run_trial`` for callers without an event loop (CLI, tests, benchmarks)."""
+    return asyncio.run(run_trial(*args, **kwargs))

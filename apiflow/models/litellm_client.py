@@ -1,0 +1,240 @@
+"""The litellm adapter: THE ONLY module that imports litellm (lazily, inside functions).
+
+It converts schema-1.0 messages to the OpenAI chat format and back, passes the tool schemas, and
+reports usage by priced kind. It makes exactly one provider attempt (``num_retries=0``): retries
+belong to the grid runner's single tenacity layer, which plugs in through ``RetryHook``. A
+provider fault that outlives the hook becomes ``ProviderError`` (a harness outcome, never a model
+failure). Nothing is configured at import: the runner calls ``configure_litellm()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from apiflow.models.base import GenerateConfig, ModelOutput, ProviderError, ToolCall, Usage
+
+RetryHook = Callable[[Callable[[], Awaitable[Any]], list[dict[str, Any]]], Awaitable[Any]]
+"""``hook(attempt, retry_log) -> response``: call ``attempt()`` (one provider call) as often as the
+retry policy allows, append one dict per retry to ``retry_log`` (e.g. ``{"attempt", "error",
+"status", "wait_s"}``), and re-raise the last litellm exception when giving up. The exception
+keeps ``status_code`` and ``response.headers`` (``Retry-After``) for the policy to read."""
+
+_configured = False
+
+
+def configure_litellm() -> None:
+    """Process-wide litellm settings; the runner calls this once before the first model call.
+
+    Uses the cost map bundled with the wheel (no network fetch at import) and keeps litellm quiet.
+    """
+    global _configured
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    _configured = True
+
+
+def _litellm() -> Any:
+    if not _configured:  # a caller forgot: never let the import fetch the cost map from the network
+        configure_litellm()
+    import litellm
+
+    return litellm
+
+
+class LiteLLMProviderError(ProviderError):
+    """A provider fault as litellm reported it.
+
+    Attributes:
+        status_code: HTTP status when the provider answered (429, 5xx, ...), else None.
+        kind: litellm's exception class name (``RateLimitError``, ``APIConnectionError``, ...).
+    """
+
+    def __init__(
+        self, message: str, retries: tuple[dict[str, Any], ...], status_code: int | None, kind: str
+    ) -> None:
+        super().__init__(message, retries)
+        self.status_code = status_code
+        self.kind = kind
+
+
+async def single_attempt(attempt: Callable[[], Awaitable[Any]], retry_log: list[dict[str, Any]]) -> Any:
+    """The default ``RetryHook``: one call, no retries (the grid runner supplies the real policy)."""
+    return await attempt()
+
+
+# -- schema 1.0 -> OpenAI ------------------------------------------------------------------------
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content or () if b.get("type") == "text")
+
+
+def _openai_tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    args = call["arguments"]
+    encoded = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    return {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": encoded}}
+
+
+def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Schema-1.0 transcript -> OpenAI chat messages.
+
+    Reasoning blocks are not replayed (they are provider-specific and often opaque); a failed tool
+    call's result is its error message, so the model sees what went wrong.
+    """
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "assistant":
+            item: dict[str, Any] = {"role": "assistant", "content": _text_of(message["content"]) or None}
+            if message.get("tool_calls"):
+                item["tool_calls"] = [_openai_tool_call(c) for c in message["tool_calls"]]
+            converted.append(item)
+        elif role == "tool":
+            error = message.get("error")
+            content = error["message"] if error else message["content"]
+            converted.append({"role": "tool", "tool_call_id": message["tool_call_id"], "content": content})
+        else:
+            converted.append({"role": role, "content": _text_of(message["content"])})
+    return converted
+
+
+# -- OpenAI -> schema 1.0 ------------------------------------------------------------------------
+
+
+def parse_arguments(raw: str | None) -> dict[str, Any] | str:
+    """Tool-call arguments as a dict when they are a JSON object, else the raw text.
+
+    The raw text goes to the toolbox, which returns a ``parsing`` tool error the model can react
+    to; the loop counts it. The only repair is an absent/empty string, read as ``{}``.
+    """
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if isinstance(value, dict) else raw
+
+
+def _get(obj: Any, name: str) -> Any:
+    if obj is None:
+        return None
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def usage_from_response(usage: Any) -> Usage:
+    """litellm usage -> our ``Usage`` by priced kind.
+
+    ``input`` excludes cache reads and writes (litellm's ``prompt_tokens`` includes them);
+    ``reasoning`` is the part of ``output`` spent on reasoning (a subset, not an addition).
+    """
+    if usage is None:
+        return Usage()
+    prompt = int(_get(usage, "prompt_tokens") or 0)
+    completion = int(_get(usage, "completion_tokens") or 0)
+    prompt_details = _get(usage, "prompt_tokens_details")
+    cache_read = int(_get(prompt_details, "cached_tokens") or _get(usage, "cache_read_input_tokens") or 0)
+    cache_write = int(
+        _get(prompt_details, "cache_write_tokens") or _get(usage, "cache_creation_input_tokens") or 0
+    )
+    reasoning = int(_get(_get(usage, "completion_tokens_details"), "reasoning_tokens") or 0)
+    return Usage(
+        input=max(0, prompt - cache_read - cache_write),
+        output=completion,
+        cache_read=cache_read,
+        cache_write=cache_write,
+        reasoning=reasoning,
+    )
+
+
+def output_from_response(response: Any) -> ModelOutput:
+    """A litellm ``ModelResponse`` -> ``ModelOutput`` (first choice)."""
+    message = response.choices[0].message
+    calls = tuple(
+        ToolCall(str(c.id), str(c.function.name), parse_arguments(c.function.arguments))
+        for c in (_get(message, "tool_calls") or ())
+    )
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost")
+    return ModelOutput(
+        text=_get(message, "content") or "",
+        reasoning=_get(message, "reasoning_content") or None,
+        tool_calls=calls,
+        usage=usage_from_response(_get(response, "usage")),
+        provider_cost_usd=float(cost) if isinstance(cost, int | float) else None,
+    )
+
+
+class LiteLLMClient:
+    """``ModelClient`` for any litellm model id.
+
+    Args:
+        model: litellm model id, e.g. ``openai/gpt-5-mini``; recorded as ``model_api``.
+        params: Extra ``acompletion`` keyword arguments (``api_base``, ``api_key``, ``timeout``, ...).
+        retry: The retry layer (``RetryHook``); default one attempt.
+    """
+
+    def __init__(
+        self, model: str, params: dict[str, Any] | None = None, retry: RetryHook | None = None
+    ) -> None:
+        self.model_api = model
+        self.params = dict(params or {})
+        self.retry: RetryHook = retry or single_attempt
+
+    async def generate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
+    ) -> ModelOutput:
+        """One provider call; provider faults raise ``LiteLLMProviderError`` with the retry log."""
+        litellm = _litellm()
+        kwargs: dict[str, Any] = {
+            **self.params,
+            "model": self.model_api,
+            "messages": to_openai_messages(messages),
+            "temperature": config.temperature,
+            "num_retries": 0,
+            **config.extra,
+        }
+        if tools:
+            kwargs["tools"] = tools
+        if config.max_tokens is not None:
+            kwargs["max_tokens"] = config.max_tokens
+        retry_log: list[dict[str, Any]] = []
+        try:
+            response = await self.retry(lambda: litellm.acompletion(**kwargs), retry_log)
+        except _provider_faults() as exc:
+            raise _provider_error(exc, retry_log) from exc
+        output = output_from_response(response)
+        if retry_log:
+            output = ModelOutput(
+                output.text,
+                output.reasoning,
+                output.tool_calls,
+                output.usage,
+                output.provider_cost_usd,
+                tuple(retry_log),
+            )
+        return output
+
+
+def _provider_faults() -> type[Exception]:
+    # Every litellm provider exception (rate limit, 5xx, connection, timeout, bad request, context
+    # window) derives from openai's base error; anything else raised here is a harness bug.
+    import openai
+
+    return openai.OpenAIError
+
+
+def _provider_error(exc: Exception, retry_log: list[dict[str, Any]]) -> LiteLLMProviderError:
+    status = getattr(exc, "status_code", None)
+    message = f"{type(exc).__name__}: {exc}"[:2000]
+    return LiteLLMProviderError(
+        message, tuple(retry_log), status if isinstance(status, int) else None, type(exc).__name__
+    )
