@@ -9,7 +9,10 @@ Semantics read off the published transcripts (REFERENCE §2.4):
 * case is ignored (``"SIN"`` found a spec that only says ``sin``);
 * ``""`` matches everything; ``kind`` null or ``""`` means every kind;
 * order: the spec, then requests/responses/handles in creation order, then variables
-  (vault, local, global).
+  (vault, local, global);
+* at most 50 entity hits (the first 50 in that order; seen in a replayed transcript where the
+  51st item was a variable after exactly 50 entities). Variables are capped at 50 too — that
+  cap is ours, no published search listed that many.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import json
 from typing import Any
 
 from apiflow.tools.workspace import Entity, Workspace
+
+ENTITY_HIT_LIMIT = 50
+VARIABLE_HIT_LIMIT = 50
 
 
 def _entity_text(entity: Entity) -> str:
@@ -33,10 +39,11 @@ def search_workspace(workspace: Workspace, query: str, kind: str | None) -> list
         for entity in workspace.all_entities():
             if kind and entity.ref.kind != kind:
                 continue
+            if len(hits) == ENTITY_HIT_LIMIT:
+                break
             if needle in _entity_text(entity):
                 hits.append(str(entity.ref))
     if not kind or kind == "variable":
-        for scope, name, _value in workspace.variables():
-            if needle in name.lower():
-                hits.append({"kind": "variable", "id": name, "scope": scope})
+        variables = [v for v in workspace.variables() if needle in v.name.lower()]
+        hits += [{"kind": "variable", "id": v.name, "scope": v.scope} for v in variables[:VARIABLE_HIT_LIMIT]]
     return hits
