@@ -22,7 +22,7 @@ REQUIRED = ("model", "task_id", "verdict")
 
 
 def _strings(table: pa.Table, name: str, default: str = "") -> np.ndarray:
-    if name not in table.column_names:
+    if name not in table.column_names or pa.types.is_null(table[name].type):
         return np.full(table.num_rows, default, dtype=object)
     return np.asarray(
         pc.fill_null(table[name].cast(pa.string()), default).to_numpy(zero_copy_only=False), dtype=object
@@ -30,7 +30,7 @@ def _strings(table: pa.Table, name: str, default: str = "") -> np.ndarray:
 
 
 def _numbers(table: pa.Table, name: str, dtype=float, default=np.nan) -> np.ndarray:
-    if name not in table.column_names:
+    if name not in table.column_names or pa.types.is_null(table[name].type):
         return np.full(table.num_rows, default, dtype=dtype)
     column = table[name]
     if pa.types.is_boolean(column.type) or dtype is bool:

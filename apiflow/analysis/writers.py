@@ -93,14 +93,14 @@ def print_leaderboard(summary: dict, console: Console | None = None, limit: int 
     rich_table = RichTable(
         title="apiflow leaderboard (pass rate, 90% world-bootstrap CI)", title_justify="left"
     )
-    for i in keep:
-        header = "pass rate" if i == 2 else table.header[i]
+    headers = ["#", "model", "pass rate", "90% CI"] + [table.header[i] for i in keep[3:]]
+    for i, header in enumerate(headers):
         rich_table.add_column(header, justify="left" if i == 1 else "right", no_wrap=True)
-    rich_table.add_column("90% CI", justify="right", no_wrap=True)
     for row in table.rows[:limit]:
         rate, _, band = row[2].partition(" ")
-        cells = [rate if i == 2 else row[i] for i in keep]
-        rich_table.add_row(*cells, band.strip("[]").replace(", ", "–"))
+        rich_table.add_row(
+            row[0], row[1], rate, band.strip("[]").replace(", ", "–"), *(row[i] for i in keep[3:])
+        )
     console.print(rich_table)
     meta = summary["meta"]
     console.print(
