@@ -19,56 +19,98 @@ class Script:
         self._n = 0
         self._resp = 0
 
-    def call(self, name: str, arguments: dict[str, Any], content: str, error: dict[str, str] | None = None) -> str:
+    def call(
+        self, name: str, arguments: dict[str, Any], content: str, error: dict[str, str] | None = None
+    ) -> str:
         self._n += 1
         call_id = f"call_{self._n}"
-        self.messages.append({"role": "assistant", "content": [], "tool_calls": [
-            {"id": call_id, "name": name, "arguments": arguments}]})
-        tool: dict[str, Any] = {"role": "tool", "content": "" if error else content, "tool_call_id": call_id,
-                                "function": name}
+        self.messages.append(
+            {
+                "role": "assistant",
+                "content": [],
+                "tool_calls": [{"id": call_id, "name": name, "arguments": arguments}],
+            }
+        )
+        tool: dict[str, Any] = {
+            "role": "tool",
+            "content": "" if error else content,
+            "tool_call_id": call_id,
+            "function": name,
+        }
         if error:
             tool["error"] = error
         self.messages.append(tool)
         return content
 
-    def execute(self, request: dict[str, Any] | None = None, *, status: int = 200, body: Any = None,
-                target: str | None = None, preview: str | None = None, as_string: bool = False) -> str:
+    def execute(
+        self,
+        request: dict[str, Any] | None = None,
+        *,
+        status: int = 200,
+        body: Any = None,
+        target: str | None = None,
+        preview: str | None = None,
+        as_string: bool = False,
+    ) -> str:
         """Send ``request`` inline (or ``target``); returns the response ref."""
         self._resp += 1
         ref = f"request:req-{self._resp:06x}/response:resp-{self._resp:08x}"
         if preview is None:
             preview = body if isinstance(body, str) else json.dumps(body)
         result = {"response_ref": ref, "status": status, "headers": {"server": "t"}, "body_preview": preview}
-        args: dict[str, Any] = {"target": target} if target else {
-            "request": json.dumps(request) if as_string else request}
+        args: dict[str, Any] = (
+            {"target": target} if target else {"request": json.dumps(request) if as_string else request}
+        )
         self.call("execute", args, json.dumps(result))
         return ref
 
     def network_error(self, request: dict[str, Any]) -> None:
         self._resp += 1
-        result = {"error": "network: ConnectError: All connection attempts failed",
-                  "request_ref": f"request:req-{self._resp:06x}"}
+        result = {
+            "error": "network: ConnectError: All connection attempts failed",
+            "request_ref": f"request:req-{self._resp:06x}",
+        }
         self.call("execute", {"request": request}, json.dumps(result))
 
     def read_response(self, ref: str, body: Any) -> None:
         req, resp = ref.split("/")
-        content = {"ref": ref, "content": {"status": 200, "headers": {}, "body": body, "url": "", "method": "GET"},
-                   "updated_at": "2026-01-01T00:00:00.000000+00:00"}
-        self.call("read", {"entity_ref": {"kind": "response", "id": resp.split(":")[1],
-                                          "parent": {"kind": "request", "id": req.split(":")[1]}}},
-                  json.dumps(content, indent=2))
+        content = {
+            "ref": ref,
+            "content": {"status": 200, "headers": {}, "body": body, "url": "", "method": "GET"},
+            "updated_at": "2026-01-01T00:00:00.000000+00:00",
+        }
+        self.call(
+            "read",
+            {
+                "entity_ref": {
+                    "kind": "response",
+                    "id": resp.split(":")[1],
+                    "parent": {"kind": "request", "id": req.split(":")[1]},
+                }
+            },
+            json.dumps(content, indent=2),
+        )
 
     def write_variable(self, name: str, value: Any, scope: str = "local") -> None:
-        self.call("write", {"entity_ref": {"kind": "variable", "id": name}, "content": {"value": value},
-                            "scope": scope}, f"variable {scope}:{name} written")
+        self.call(
+            "write",
+            {"entity_ref": {"kind": "variable", "id": name}, "content": {"value": value}, "scope": scope},
+            f"variable {scope}:{name} written",
+        )
 
     def write_request(self, ident: str, content: dict[str, Any]) -> None:
-        self.call("write", {"entity_ref": f"request:{ident}", "content": json.dumps(content)},
-                  f"entity request:{ident} written")
+        self.call(
+            "write",
+            {"entity_ref": f"request:{ident}", "content": json.dumps(content)},
+            f"entity request:{ident} written",
+        )
 
     def edit_request(self, ident: str, patch: dict[str, Any]) -> None:
-        self.call("edit", {"entity_ref": {"kind": "request", "id": ident}, "patch": patch},
-                  f"entity request:{ident} edited; keys set: {sorted(patch)!r}")
+        self.call(
+            "edit",
+            {"entity_ref": {"kind": "request", "id": ident}, "patch": patch},
+            f"entity request:{ident} edited; keys set: {sorted(patch)!r}",
+        )
 
     def abstain(self, kind: str, reason: str) -> None:
         arg = "question" if kind == "clarify" else "reason"

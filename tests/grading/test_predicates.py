@@ -14,7 +14,10 @@ AUTH = {"Authorization": "Bearer tk_1"}
 
 
 def flow(**kw: object) -> DataFlowSpec:
-    base: dict[str, object] = {"from_response_url_pattern": r"v3/batches", "from_body_key": "batches.item_count"}
+    base: dict[str, object] = {
+        "from_response_url_pattern": r"v3/batches",
+        "from_body_key": "batches.item_count",
+    }
     return DataFlowSpec.model_validate({**base, **kw})
 
 
@@ -41,8 +44,10 @@ def test_url_regex_and_status_must_both_match() -> None:
     s.execute({"method": "GET", "url": "/v3/batches"}, status=503, body={"item_count": 5})
     outcome = data_flow(flow(), s.evidence(), PUBLISHED, 3)
     assert outcome.passed is False
-    assert outcome.message == ("data_flow predicate #3 failed: no response matched url~'v3/batches' status in [200] "
-                               "carrying body key 'batches.item_count'")
+    assert outcome.message == (
+        "data_flow predicate #3 failed: no response matched url~'v3/batches' status in [200] "
+        "carrying body key 'batches.item_count'"
+    )
     assert data_flow(flow(from_status=503), s.evidence(), PUBLISHED, 1).passed is True
 
 
@@ -58,14 +63,20 @@ def test_network_errors_are_requests_without_responses() -> None:
 
 
 def used(**kw: object) -> DataFlowSpec:
-    return flow(from_response_url_pattern="v3/snapshots/latest", from_body_key="snapshot_id",
-                used_in_request_url_pattern="/v3/alerts", **kw)
+    return flow(
+        from_response_url_pattern="v3/snapshots/latest",
+        from_body_key="snapshot_id",
+        used_in_request_url_pattern="/v3/alerts",
+        **kw,
+    )
 
 
 def test_value_must_reappear_in_url_headers_or_body_of_a_matching_request() -> None:
-    for request in ({"method": "POST", "url": "/v3/alerts", "body": {"snapshot": "snap-9"}},
-                    {"method": "GET", "url": "/v3/alerts?snap=snap-9"},
-                    {"method": "POST", "url": "/v3/alerts", "headers": {"X-Snap": "snap-9"}}):
+    for request in (
+        {"method": "POST", "url": "/v3/alerts", "body": {"snapshot": "snap-9"}},
+        {"method": "GET", "url": "/v3/alerts?snap=snap-9"},
+        {"method": "POST", "url": "/v3/alerts", "headers": {"X-Snap": "snap-9"}},
+    ):
         s = Script()
         s.execute({"method": "GET", "url": "/v3/snapshots/latest"}, body={"snapshot_id": "snap-9"})
         s.execute(request, status=201, body={})
@@ -79,8 +90,9 @@ def test_value_not_reused_fails_with_the_values_named() -> None:
     s.execute({"method": "POST", "url": "/v3/other", "body": {"snapshot": "snap-9"}}, body={})
     outcome = data_flow(used(), s.evidence(), PUBLISHED, 2)
     assert outcome.passed is False
-    assert outcome.message == ("data_flow predicate #2 failed: value(s) ['snap-9'] were not used in any request "
-                               "to url~'/v3/alerts'")
+    assert outcome.message == (
+        "data_flow predicate #2 failed: value(s) ['snap-9'] were not used in any request to url~'/v3/alerts'"
+    )
 
 
 def test_any_time_versus_later_use() -> None:
@@ -93,8 +105,12 @@ def test_any_time_versus_later_use() -> None:
 
 
 def test_must_be_stored_substring_versus_equal_leaf() -> None:
-    spec = flow(from_response_url_pattern="v3/inspections", from_body_key="inspection_id", from_status=201,
-                must_be_stored=True)
+    spec = flow(
+        from_response_url_pattern="v3/inspections",
+        from_body_key="inspection_id",
+        from_status=201,
+        must_be_stored=True,
+    )
     s = Script()
     s.execute({"method": "POST", "url": "/v3/inspections"}, status=201, body={"inspection_id": "insp-1"})
     assert data_flow(spec, s.evidence(), PUBLISHED, 1).passed is False
@@ -147,14 +163,22 @@ def test_new_response_matches_url_and_optional_status_and_method() -> None:
     s.execute({"method": "post", "url": "http://localhost:9001/v3/fields?x=1"}, status=201, body={"id": 1})
     ev = s.evidence()
     assert new_response(NewResponseSpec(url_pattern="v3/fields"), ev, PUBLISHED, 1).passed is True
-    assert new_response(NewResponseSpec(url_pattern="v3/fields", method="POST", status=201), ev, PUBLISHED,
-                        1).passed is True
+    assert (
+        new_response(
+            NewResponseSpec(url_pattern="v3/fields", method="POST", status=201), ev, PUBLISHED, 1
+        ).passed
+        is True
+    )
     miss = new_response(NewResponseSpec(url_pattern="v3/fields", status=200), ev, PUBLISHED, 4)
     assert miss.passed is False
     assert miss.message.startswith("no new response matched predicate #4: {'explain': ''")
-    assert "available=[{'status': 201, 'url': 'http://localhost:9001/v3/fields?x=1', 'method': 'POST', " \
-           "'body_keys': ['id']}]" in miss.message
-    assert new_response(NewResponseSpec(url_pattern="v3/fields", method="GET"), ev, PUBLISHED, 1).passed is False
+    assert (
+        "available=[{'status': 201, 'url': 'http://localhost:9001/v3/fields?x=1', 'method': 'POST', "
+        "'body_keys': ['id']}]" in miss.message
+    )
+    assert (
+        new_response(NewResponseSpec(url_pattern="v3/fields", method="GET"), ev, PUBLISHED, 1).passed is False
+    )
 
 
 def test_new_response_needs_a_response_not_just_a_request() -> None:
@@ -174,8 +198,9 @@ def test_workspace_value_is_a_substring_of_a_final_variable_value() -> None:
     s.write_variable("endpoint", "/v2/locations", scope="global")  # overwritten: no longer counts
     outcome = workspace_values(spec, s.evidence(), 2)
     assert outcome.passed is False
-    assert outcome.message == ("workspace_values #2 value '/v3/positions' not found in the agent's new/changed "
-                               "workspace state")
+    assert outcome.message == (
+        "workspace_values #2 value '/v3/positions' not found in the agent's new/changed workspace state"
+    )
 
 
 def test_written_request_entities_do_not_count_as_stored() -> None:

@@ -25,8 +25,9 @@ def test_target_uses_the_written_request_after_shallow_edits() -> None:
     s.execute(target="request:commit", body={"status": "committed"})
     (exchange,) = s.evidence().exchanges
     assert exchange.url == "/v3/plans/p/commit" and exchange.body == {"confirm": True}
-    assert s.evidence().entities == {"request:commit": {"method": "POST", "url": "/v3/plans/p/commit",
-                                                        "body": {"confirm": True}}}
+    assert s.evidence().entities == {
+        "request:commit": {"method": "POST", "url": "/v3/plans/p/commit", "body": {"confirm": True}}
+    }
 
 
 def test_target_can_name_a_request_created_by_an_inline_execute() -> None:
@@ -39,8 +40,12 @@ def test_target_can_name_a_request_created_by_an_inline_execute() -> None:
 def test_failed_tool_calls_leave_no_evidence() -> None:
     s = Script()
     s.call("execute", {"request": "not json"}, "", error={"type": "unknown", "message": "bad"})
-    s.call("write", {"entity_ref": {"kind": "variable", "id": "x"}, "content": {"value": 1}}, "",
-           error={"type": "unknown", "message": "bad"})
+    s.call(
+        "write",
+        {"entity_ref": {"kind": "variable", "id": "x"}, "content": {"value": 1}},
+        "",
+        error={"type": "unknown", "message": "bad"},
+    )
     ev = s.evidence()
     assert ev.exchanges == () and dict(ev.variables) == {} and ev.tool_call_count == 2
 
@@ -92,13 +97,26 @@ def test_endings_and_abstention() -> None:
 
 def test_parallel_calls_pair_results_by_id_within_the_turn() -> None:
     messages = [
-        {"role": "assistant", "content": [], "tool_calls": [
-            {"id": "a", "name": "execute", "arguments": {"request": {"url": "/v3/one"}}},
-            {"id": "b", "name": "execute", "arguments": {"request": {"url": "/v3/two"}}}]},
-        {"role": "tool", "tool_call_id": "b", "function": "execute",
-         "content": '{"response_ref": "request:req-2/response:resp-2", "status": 200, "body_preview": "{}"}'},
-        {"role": "tool", "tool_call_id": "a", "function": "execute",
-         "content": '{"response_ref": "request:req-1/response:resp-1", "status": 404, "body_preview": "{}"}'},
+        {
+            "role": "assistant",
+            "content": [],
+            "tool_calls": [
+                {"id": "a", "name": "execute", "arguments": {"request": {"url": "/v3/one"}}},
+                {"id": "b", "name": "execute", "arguments": {"request": {"url": "/v3/two"}}},
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "b",
+            "function": "execute",
+            "content": '{"response_ref": "request:req-2/response:resp-2", "status": 200, "body_preview": "{}"}',
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "a",
+            "function": "execute",
+            "content": '{"response_ref": "request:req-1/response:resp-1", "status": 404, "body_preview": "{}"}',
+        },
     ]
     ev = evidence_from_transcript({"messages": messages})
     assert [(e.url, e.status) for e in ev.exchanges] == [("/v3/two", 200), ("/v3/one", 404)]

@@ -1,0 +1,169 @@
+"""Regrading the published fixtures: every scored trial determinable and in agreement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from apiflow.cli import main
+from apiflow.grading import evidence_from_transcript, generation_of, grade, specs_from_verifier
+from apiflow.grading.regrade import regrade
+
+from .helpers import Script, card
+
+FIXTURES = Path(__file__).parent / "data" / "transcripts"
+KIMI_K3 = FIXTURES / "kimi-k3" / "v56-w02-sub13-t3.json"
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_all_scored_fixtures_are_determinable_and_agree() -> None:
+    summary = regrade([FIXTURES], workers=1)
+    assert (summary.files, summary.unscored, summary.determinable, summary.indeterminate, summary.errors) == (
+        42,
+        1,
+        41,
+        0,
+        0,
+    )
+    assert (summary.verdict_agree, summary.g1_agree, summary.g2_agree) == (41, 41, 41)
+    assert summary.disagreements == []
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*/*.json")), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_each_fixture_reproduces_every_predicate_and_the_explanation(path: Path) -> None:
+    trial = load(path)
+    if trial["verifier"] is None:
+        assert trial["verdict"] == "" and path.parent.name == "qwen3p7-plus"
+        return
+    verifier = trial["verifier"]
+    g = grade(
+        specs_from_verifier(verifier),
+        [],
+        [],
+        evidence_from_transcript(trial),
+        generation=generation_of(verifier),
+    )
+    recorded = verifier["metadata"]
+    assert [r.passed for r in g.results] == [p["passed"] for p in recorded["predicates"]]
+    assert g.verdict == trial["verdict"] and g.failure_reason == trial["failure_reason"]
+    assert g.partial_score == pytest.approx(recorded["partial_score"])
+    assert g.segment_diagnostics == recorded["sub_predicates"]["segment_diagnostics"]
+
+
+def test_the_kimi_k3_pass_needs_the_newer_string_rule() -> None:
+    trial = load(KIMI_K3)
+    verifier = trial["verifier"]
+    assert generation_of(verifier) == "newer"
+    specs, evidence = specs_from_verifier(verifier), evidence_from_transcript(trial)
+    assert grade(specs, [], [], evidence, generation="newer").verdict == "C"
+    older = grade(specs, [], [], evidence, generation="original")
+    assert (older.verdict, older.g1_passed, older.g2_passed) == ("I", True, False)
+
+
+def test_process_pool_gives_the_same_summary(tmp_path: Path) -> None:
+    one = regrade([FIXTURES], workers=1)
+    two = regrade([FIXTURES], workers=2, chunk_files=5)
+    assert one.to_json() == two.to_json()
+
+
+def _published_like(
+    tmp_path: Path, s: Script, predicates: list[dict], verdict: str, g1: bool, g2: bool
+) -> Path:
+    trial = {
+        "schema_version": "1.0",
+        "verdict": verdict,
+        "messages": s.messages,
+        "verifier": {
+            "value": verdict,
+            "metadata": {"sub_predicates": {"g1_passed": g1, "g2_passed": g2}, "predicates": predicates},
+        },
+    }
+    path = tmp_path / "m" / "t-1.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(trial))
+    return path
+
+
+FLOW = {
+    "label": "data_flow#1",
+    "group": "G1",
+    "passed": True,
+    "segment": None,
+    "detail": {
+        "from_response_url_pattern": "v3/big",
+        "from_body_key": "deep.key",
+        "from_status": 200,
+        "must_be_stored": False,
+        "used_in_request_url_pattern": None,
+    },
+}
+ANSWER = {
+    "label": "answer.k == 'v'",
+    "key": "answer_schema.k",
+    "group": "G2",
+    "segment": None,
+    "passed": True,
+    "detail": {"field": "k", "expected": "v", "comparator": "string"},
+}
+
+
+def test_key_beyond_a_cut_preview_never_read_is_indeterminate(tmp_path: Path) -> None:
+    s = Script()
+    s.execute({"url": "/v3/big"}, preview=json.dumps({"pad": "x" * 700, "key": "v"})[:600] + "…")
+    s.say(card(k="v"))
+    path = _published_like(tmp_path, s, [ANSWER, FLOW], "C", True, True)
+    summary = regrade([path], workers=1)
+    assert (summary.determinable, summary.indeterminate) == (0, 1)
+    assert summary.unsettled == [{"path": str(path), "predicates": ["data_flow#1"]}]
+
+
+def test_cli_prints_counts_writes_json_and_exits_by_agreement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "summary.json"
+    assert main(["regrade", str(FIXTURES), "--json", str(out), "--workers", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "trials read     42" in text and "verdict agree   41/41 (100.000%)" in text
+    doc = json.loads(out.read_text())
+    for key in (
+        "files",
+        "unscored",
+        "determinable",
+        "indeterminate",
+        "verdict_agree",
+        "g1_agree",
+        "g2_agree",
+        "disagreements",
+    ):
+        assert key in doc
+
+    s = Script()
+    s.execute({"url": "/v3/big"}, body={"key": "v"})
+    s.say(card(k="wrong"))
+    path = _published_like(tmp_path, s, [ANSWER, FLOW], "C", True, True)
+    assert main(["regrade", str(path), "--json", str(out)]) == 1
+    (item,) = json.loads(out.read_text())["disagreements"]
+    assert item == {
+        "path": str(path),
+        "recorded": {"verdict": "C", "g1": True, "g2": True},
+        "ours": {"verdict": "I", "g1": True, "g2": False},
+        "predicate": "answer.k == 'v'",
+    }
+
+
+def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["regrade", str(tmp_path / "missing")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+    assert main(["regrade", str(FIXTURES), "--workers", "0"]) == 2
+
+
+def test_files_that_are_not_trials_are_counted_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / "broken.json").write_text("{")
+    (tmp_path / "other.json").write_text("[1, 2]")
+    summary = regrade([tmp_path], workers=1)
+    assert (summary.files, summary.errors, summary.determinable) == (2, 2, 0)
