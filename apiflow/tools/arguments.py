@@ -41,6 +41,8 @@ def decode_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
         return {}
     if isinstance(arguments, dict):
         return arguments
+    if not isinstance(arguments, str):
+        raise ArgumentError(_decode_message(repr(arguments), "the arguments must be a JSON object"))
     text = arguments.strip()
     if not text:
         return {}

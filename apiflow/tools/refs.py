@@ -93,4 +93,4 @@ def parse_entity_ref(value: Any) -> EntityRef:
 
 def make_ref(kind: EntityKind, ident: str, parent: EntityRef | None = None) -> EntityRef:
     """Build a reference from its parts (no validation needed: the parts are ours)."""
-    return EntityRef(kind=kind, id=ident, parent=parent)
+    return EntityRef.model_construct(kind=kind, id=ident, parent=parent)

@@ -84,6 +84,15 @@ class Exchange:
     network_error: str | None = None
 
 
+def json_copy(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts and lists; scalars are immutable), ~5x faster than deepcopy."""
+    if isinstance(value, dict):
+        return {k: json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_copy(v) for v in value]
+    return value
+
+
 class LogicalClock:
     """Timestamps for ``updated_at``: ISO 8601 with microseconds, advancing per event."""
 
@@ -171,9 +180,16 @@ class Workspace:
     # -- entities ---------------------------------------------------------------------------
 
     def put_entity(self, ref: EntityRef, content: Any, origin: Origin) -> Entity:
-        """Create or replace an entity (a replaced entity keeps its place in search order)."""
+        """Create or replace an entity (a replaced entity keeps its place in search order).
+
+        Agent-authored content (``write``/``edit``/inline requests) is copied: tool arguments
+        may be shared objects (an oracle's golden calls live in the bank's task), and evidence
+        must not change behind the workspace's back. The spec and world responses are not
+        copied (nothing mutates them, and copying every body would double the per-call cost).
+        """
         key = str(ref)
-        entity = Entity(ref=ref, content=content, updated_at=self.clock.tick(), origin=origin)
+        stored = json_copy(content) if origin != "seed" and ref.kind != "response" else content
+        entity = Entity(ref=ref, content=stored, updated_at=self.clock.tick(), origin=origin)
         self._entities[key] = entity
         return entity
 
