@@ -44,11 +44,11 @@ class SimProfile:
 
 
 PROFILES: dict[str, SimProfile] = {
-    "ace": SimProfile(0.005, 0.02, 0.02, 0.02, 0.002, 0.005, 0.01, 0.005),
-    "strong": SimProfile(0.02, 0.06, 0.06, 0.04, 0.006, 0.02, 0.03, 0.01),
-    "steady": SimProfile(0.04, 0.12, 0.12, 0.06, 0.012, 0.04, 0.06, 0.02),
-    "erratic": SimProfile(0.08, 0.25, 0.25, 0.12, 0.025, 0.08, 0.10, 0.05),
-    "weak": SimProfile(0.14, 0.45, 0.45, 0.20, 0.05, 0.15, 0.18, 0.10),
+    "ace": SimProfile(0.004, 0.02, 0.02, 0.02, 0.001, 0.005, 0.01, 0.005),
+    "strong": SimProfile(0.015, 0.06, 0.06, 0.04, 0.003, 0.02, 0.03, 0.01),
+    "steady": SimProfile(0.035, 0.12, 0.12, 0.06, 0.006, 0.04, 0.06, 0.02),
+    "erratic": SimProfile(0.07, 0.25, 0.25, 0.12, 0.012, 0.08, 0.10, 0.05),
+    "weak": SimProfile(0.12, 0.40, 0.40, 0.20, 0.025, 0.15, 0.16, 0.10),
 }
 """Named profiles, strongest first."""
 

@@ -1,0 +1,180 @@
+"""``apiflow task list|show`` and ``apiflow run``: look at a bank's tasks, run trials locally (no Ray)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from apiflow.agent.ids import run_id_for, trial_seed
+from apiflow.agent.loop import TrialLimits
+from apiflow.agent.prompts import user_message
+from apiflow.agent.trial import run_trial_sync
+from apiflow.bank import DEFAULT_BANK, Bank, load_bank
+from apiflow.bank.task import Task
+from apiflow.errors import UsageError
+from apiflow.models import check_model_name, is_offline, make_model, model_slug
+from apiflow.results.record import TrialRecord
+
+ALL_TASKS = "all"
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``task`` and ``run`` verbs to the ``apiflow`` parser."""
+    task = subparsers.add_parser("task", help="list and show the tasks of a bank")
+    verbs = task.add_subparsers(dest="task_verb", metavar="VERB", required=True)
+    listing = verbs.add_parser("list", help="one line per task")
+    listing.add_argument("--bank", default=str(DEFAULT_BANK), help="bank folder (default: the sample bank)")
+    listing.set_defaults(func=_task_list)
+    show = verbs.add_parser(
+        "show", help="a task's prompt as the model sees it, its seed, grading spec and golden path"
+    )
+    show.add_argument("task_id")
+    show.add_argument("--bank", default=str(DEFAULT_BANK), help="bank folder (default: the sample bank)")
+    show.add_argument("--json", action="store_true", help="print the task as JSON")
+    show.set_defaults(func=_task_show)
+
+    run = subparsers.add_parser("run", help="run trials locally and write their schema-1.0 JSON")
+    run.add_argument(
+        "--model", required=True, help="apiflow/oracle, apiflow/blank, apiflow/sim:<profile> or a litellm id"
+    )
+    run.add_argument(
+        "--task", nargs="+", required=True, metavar="TASK_ID", help=f"task ids, or `{ALL_TASKS}`"
+    )
+    run.add_argument("--epochs", type=int, default=1, help="trials per task (default 1)")
+    run.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    run.add_argument("--out", default="results", help="output folder (default ./results)")
+    run.add_argument("--bank", default=str(DEFAULT_BANK), help="bank folder (default: the sample bank)")
+    run.add_argument("--max-messages", type=int, default=500, help="message limit per trial (default 500)")
+    run.add_argument(
+        "--max-seconds", type=float, default=1800.0, help="wall-time limit per trial (default 1800)"
+    )
+    run.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="provider parameter for litellm models (e.g. api_base=http://127.0.0.1:8000/v1); repeatable",
+    )
+    run.set_defaults(func=_run)
+
+
+def _task_list(args: argparse.Namespace) -> int:
+    bank = load_bank(args.bank)
+    print(f"# bank {bank.name} ({bank.hash[:12]}), {len(bank.tasks)} tasks")
+    for task in bank.tasks.values():
+        steps = sum(len(step.calls) for step in task.golden)
+        print(
+            f"{task.id:28s} {task.kind:5s} len={task.length:<2d} world={task.world} "
+            f"golden_calls={steps:<3d} card={','.join(task.card_fields)}"
+        )
+    return 0
+
+
+def _task_show(args: argparse.Namespace) -> int:
+    task = load_bank(args.bank).task(args.task_id)
+    if args.json:
+        print(json.dumps(task.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        return 0
+    print(f"task {task.id}  ({task.kind}, length {task.length}, world {task.world})\n")
+    print("user message:\n" + _indent(user_message(task)) + "\n")
+    print("workspace seed:")
+    for var in task.seed:
+        print(f"  {var.scope}:{var.name} = {json.dumps(var.value, ensure_ascii=False)}")
+    print("\nexpected card: " + json.dumps(task.expected_card, ensure_ascii=False))
+    print(
+        f"predicates: {len(task.predicates)}  checkpoints: {len(task.checkpoints)}  "
+        f"constraints: {len(task.constraints)}"
+    )
+    print(f"golden path: {len(task.golden)} turns, {sum(len(s.calls) for s in task.golden)} calls")
+    return 0
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def _params(pairs: list[str]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param wants KEY=VALUE, got {pair!r}")
+        try:
+            params[key] = json.loads(value)
+        except ValueError:
+            params[key] = value
+    return params
+
+
+def _select_tasks(bank: Bank, ids: list[str]) -> list[Task]:
+    if ids == [ALL_TASKS]:
+        return list(bank.tasks.values())
+    return [bank.task(task_id) for task_id in dict.fromkeys(ids)]
+
+
+def _check_run_args(args: argparse.Namespace) -> None:
+    if args.epochs < 1:
+        raise UsageError(f"--epochs must be at least 1, got {args.epochs}")
+    if args.max_messages < 3 or args.max_seconds <= 0:
+        raise UsageError("--max-messages must be at least 3 and --max-seconds positive")
+    check_model_name(args.model)
+
+
+def _write(record: TrialRecord, out: Path) -> Path:
+    path = out / record.model / f"{record.task_id}-t{record.trial}.json"
+    path.write_text(record.to_json(), encoding="utf-8")
+    return path
+
+
+def _summary(record: TrialRecord, path: Path) -> str:
+    a = record.apiflow
+    verdict = record.verdict or "-"
+    extra = f" ({a.limit})" if a.limit else ""
+    return (
+        f"{record.task_id}-t{record.trial}  {verdict}  {a.termination.value}{extra}  "
+        f"model_calls={a.model_calls} tool_calls={a.tool_calls} tool_errors={a.tool_errors} "
+        f"tokens={record.tokens.total}  {record.duration_s:.3f}s  {path}"
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    _check_run_args(args)
+    params = _params(args.param)
+    bank = load_bank(args.bank)
+    tasks = _select_tasks(bank, args.task)
+    slug = model_slug(args.model)
+    out = Path(args.out)
+    try:
+        (out / slug).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create output folder {out / slug}: {exc.strerror}") from None
+    if not is_offline(args.model):
+        from apiflow.models.litellm_client import configure_litellm
+
+        configure_litellm()
+    limits = TrialLimits(max_messages=args.max_messages, max_seconds=args.max_seconds)
+    run_id = run_id_for(bank.hash, slug, [t.id for t in tasks], args.epochs, args.seed)
+    harness_outcomes = 0
+    for epoch in range(1, args.epochs + 1):
+        for task in tasks:
+            model = make_model(args.model, task, trial_seed(args.seed, task.id, epoch), params)
+            record = run_trial_sync(
+                task,
+                bank.world_of(task),
+                model,
+                seed=args.seed,
+                epoch=epoch,
+                bank_name=bank.name,
+                bank_hash=bank.hash,
+                run_id=run_id,
+                limits=limits,
+                model_slug=slug,
+            )
+            print(_summary(record, _write(record, out)), flush=True)
+            harness_outcomes += record.is_harness_outcome
+    if harness_outcomes:
+        print(f"{harness_outcomes} trial(s) ended as provider/harness errors (unscored, not model failures)")
+        return 1
+    return 0

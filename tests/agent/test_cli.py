@@ -1,0 +1,91 @@
+"""``apiflow task list|show`` and ``apiflow run``: outputs, files, and one-line exit-2 errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from apiflow.cli import main
+
+
+def test_task_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["task", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("# bank sample") and any(
+        line.startswith("sample-w01-chain-1to02") for line in lines
+    )
+    assert main(["task", "show", "sample-w01-sub01"]) == 0
+    out = capsys.readouterr().out
+    assert "```json code block" in out and "expected card:" in out
+    assert main(["task", "show", "sample-w01-sub01", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] == "sample-w01-sub01"
+
+
+def test_run_writes_published_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        "run",
+        "--model",
+        "apiflow/sim:strong",
+        "--task",
+        "sample-w01-sub01",
+        "sample-w01-chain-1to02",
+        "--epochs",
+        "2",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and lines[0].startswith("sample-w01-sub01-t1 ")
+    files = sorted(p.name for p in (tmp_path / "apiflow-sim-strong").iterdir())
+    assert files == [
+        "sample-w01-chain-1to02-t1.json",
+        "sample-w01-chain-1to02-t2.json",
+        "sample-w01-sub01-t1.json",
+        "sample-w01-sub01-t2.json",
+    ]
+    record = json.loads((tmp_path / "apiflow-sim-strong" / "sample-w01-sub01-t2.json").read_text())
+    assert (
+        record["model"] == "apiflow-sim-strong"
+        and record["trial"] == 2
+        and record["provenance"]["epoch"] == 2
+    )
+
+
+def test_run_blank_over_all_tasks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--model", "apiflow/blank", "--task", "all", "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 13 and all(" I  no_answer " in line and "tool_calls=0" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "--model", "apiflow/nope", "--task", "all"], "unknown offline model"),
+        (["run", "--model", "apiflow/sim:zzz", "--task", "all"], "unknown sim profile"),
+        (["run", "--model", "apiflow/oracle", "--task", "sample-w99-sub01"], "unknown task"),
+        (["run", "--model", "apiflow/oracle", "--task", "all", "--bank", "/no/such/bank"], "does not exist"),
+        (["run", "--model", "apiflow/oracle", "--task", "all", "--epochs", "0"], "--epochs"),
+        (["run", "--model", "apiflow/oracle", "--task", "all", "--seed", "x"], "invalid int"),
+        (["run", "--model", "apiflow/oracle", "--task", "all", "--param", "oops"], "KEY=VALUE"),
+        (["run", "--task", "all"], "--model"),
+        (["task", "show", "nope"], "unknown task"),
+        (["task", "list", "--bank", "/no/such/bank"], "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*argv, "--out", str(tmp_path)] if argv[0] == "run" else argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("apiflow: error:") and message in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["run", "--model", "apiflow/oracle", "--task", "all", "--out", str(blocker)]) == 2
+    assert "cannot create output folder" in capsys.readouterr().err
