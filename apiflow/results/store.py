@@ -49,9 +49,13 @@ def model_token(model_slug: str) -> str:
 
 def row_bytes(row: dict[str, Any]) -> bytes:
     """One trial row as a complete in-memory Parquet file (uploaded in one PUT, so never half-visible)."""
-    sink = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist([row], schema=ROW_SCHEMA), sink)
-    return sink.getvalue()
+    sink = pa.BufferOutputStream()
+    # One row: compression, dictionaries and statistics cost more than they save (~2x faster write).
+    with pq.ParquetWriter(
+        sink, ROW_SCHEMA, compression="NONE", use_dictionary=False, write_statistics=False, store_schema=False
+    ) as writer:
+        writer.write_batch(pa.RecordBatch.from_pylist([row], schema=ROW_SCHEMA))
+    return sink.getvalue().to_pybytes()
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,10 @@ class ResultStore:
         # the transcript, first writer on the row (a re-run of a dead actor's trial only).
         self.overwrite(self.transcript_path(model, trial_id), body)
         return self.create_only(row_path, row_bytes(row))
+
+    def is_done(self, model_slug: str, trial_id: str) -> bool:
+        """True when the trial's row is stored (a worker checks before spending on a re-queued trial)."""
+        return self._exists(self.row_path(model_slug, trial_id))
 
     def _exists(self, path: str) -> bool:
         return os.path.exists(path) if self._local else bool(self.fs.exists(path))

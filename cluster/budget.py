@@ -1,0 +1,140 @@
+"""The budget ledger: reserve a call's worst case before it is made, settle the actual cost after.
+
+Spend can exceed the cap only by what was reserved and then under-estimated, never by
+unreserved calls: a call whose worst case does not fit in ``cap - spent - reserved`` is
+refused (its trial ends as a provider outcome, retried by a later resume), and once a
+refusal happened — or the room left is below one call's worst case — no new trial starts.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError
+from apiflow.results.prices import Prices, cost_usd
+
+
+class BudgetReached(ProviderError):
+    """A call could not be reserved: the trial stops as a provider outcome (never a model failure)."""
+
+
+@dataclass
+class LedgerState:
+    """Money in USD: the cap, what is settled, what is reserved by calls in flight."""
+
+    cap: float
+    spent: float = 0.0
+    reserved: float = 0.0
+    refused: int = 0
+    calls: int = 0
+    closed: bool = False
+
+
+class Ledger:
+    """Pure ledger logic (the actor wraps it)."""
+
+    def __init__(self, cap_usd: float) -> None:
+        self.state = LedgerState(cap=cap_usd)
+        self._open: dict[int, float] = {}
+        self._ids = itertools.count(1)
+
+    def reserve(self, worst_case_usd: float) -> int | None:
+        """A ticket for a call costing at most ``worst_case_usd``, or None (and admission closes)."""
+        s = self.state
+        if s.spent + s.reserved + worst_case_usd > s.cap:
+            s.refused += 1
+            s.closed = True
+            return None
+        ticket = next(self._ids)
+        self._open[ticket] = worst_case_usd
+        s.reserved += worst_case_usd
+        s.calls += 1
+        return ticket
+
+    def settle(self, ticket: int, actual_usd: float) -> None:
+        """Replace a reservation by the call's actual cost."""
+        s = self.state
+        s.reserved -= self._open.pop(ticket)
+        s.spent += actual_usd
+
+    def admit(self, next_call_usd: float) -> bool:
+        """May a new trial start? Not after a refusal, nor when one call's worst case no longer fits."""
+        s = self.state
+        if s.spent + s.reserved + next_call_usd > s.cap:
+            s.closed = True
+        return not s.closed
+
+    def summary(self) -> dict[str, Any]:
+        """The ledger as plain numbers."""
+        s = self.state
+        return {"cap_usd": s.cap, "spent_usd": round(s.spent, 9), "reserved_usd": round(s.reserved, 9),
+                "in_flight": len(self._open), "calls": s.calls, "refused": s.refused, "closed": s.closed}  # fmt: skip
+
+
+@ray.remote(max_restarts=0)
+class BudgetLedger:
+    """The cluster-wide ledger actor (one per run)."""
+
+    def __init__(self, cap_usd: float) -> None:
+        self.ledger = Ledger(cap_usd)
+
+    def reserve(self, worst_case_usd: float) -> int | None:
+        return self.ledger.reserve(worst_case_usd)
+
+    def settle(self, ticket: int, actual_usd: float) -> None:
+        self.ledger.settle(ticket, actual_usd)
+
+    def admit(self, next_call_usd: float) -> bool:
+        return self.ledger.admit(next_call_usd)
+
+    def summary(self) -> dict[str, Any]:
+        return self.ledger.summary()
+
+
+def worst_case_usd(prompt_tokens: int, max_tokens: int, prices: Prices) -> float:
+    """A call's worst case: the whole prompt uncached, the whole output at the dearest output kind."""
+    return (prompt_tokens * prices.input + max_tokens * max(prices.output, prices.reasoning)) / 1_000_000
+
+
+def prompt_tokens_upper(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    """An upper estimate of a prompt's tokens: two characters per token (real text averages ~4)."""
+    size = sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) + 8 for m in messages)
+    return (size + len(str(tools))) // 2 + 16
+
+
+class BudgetedModel:
+    """A ``ModelClient`` that reserves each call's worst case on the ledger and settles its actual cost.
+
+    Args:
+        inner: The model.
+        ledger: The ``BudgetLedger`` actor handle.
+        prices: This model's prices.
+        max_tokens: Output cap assumed when the call config sets none.
+    """
+
+    def __init__(self, inner: ModelClient, ledger: Any, prices: Prices, max_tokens: int) -> None:
+        self.inner = inner
+        self.model_api = inner.model_api
+        self.ledger = ledger
+        self.prices = prices
+        self.max_tokens = max_tokens
+
+    async def generate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
+    ) -> ModelOutput:
+        cap = config.max_tokens or self.max_tokens
+        worst = worst_case_usd(prompt_tokens_upper(messages, tools), cap, self.prices)
+        ticket = await self.ledger.reserve.remote(worst)
+        if ticket is None:
+            raise BudgetReached(f"budget reached: a call's worst case ${worst:.4f} no longer fits the cap")
+        actual = 0.0  # a failed call is not billed by the providers we know
+        try:
+            output = await self.inner.generate(messages, tools, config)
+            actual = cost_usd(output.usage, self.prices)
+            return output
+        finally:
+            await self.ledger.settle.remote(ticket, actual)

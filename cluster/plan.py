@@ -1,0 +1,130 @@
+"""Planning: every trial of a grid, its deterministic id, and an order that stays unbiased when cut.
+
+The trial id is the agent's ``trial_id_for`` over everything that decides a trial's output
+(bank hash, task, model slug and route, epoch, seed, agent version = prompts + limits,
+tool-schema hash). Generation parameters are folded into the route argument when set, so
+changing temperature or ``max_tokens`` makes new trials. The planner is the authority: the
+worker stamps the planned id on the record it stores.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from apiflow.agent import TrialLimits, trial_id_for
+from apiflow.agent.ids import agent_version
+from apiflow.bank import Bank, Task
+from cluster.spec import GridModel, GridSpec, canonical_hash
+
+CYCLE_SEED_STRIDE = 1_000_003
+"""Seed offset of each extra cycle through the tasks when ``tasks.count`` exceeds the bank."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTrial:
+    """One trial to run: small, picklable, enough for a worker to rebuild everything else."""
+
+    trial_id: str
+    model_index: int
+    task_id: str
+    world: str
+    epoch: int
+    seed: int
+
+
+def tool_schema_hash() -> str:
+    """sha256 of the tool schemas every model sees (the agent's own constant)."""
+    from apiflow.agent import trial as agent_trial
+
+    return agent_trial._schemas_and_hash()[1]
+
+
+def trial_limits(spec: GridSpec) -> TrialLimits:
+    """The agent's limits object for this grid."""
+    return TrialLimits(**spec.limits.model_dump())
+
+
+def model_route(model: GridModel) -> str:
+    """The ``model_api`` argument of the trial id: the route, plus a digest of non-default params."""
+    knobs = {"params": model.params, "temperature": model.temperature, "max_tokens": model.max_tokens}
+    if knobs == {"params": {}, "temperature": 1.0, "max_tokens": None}:
+        return model.model
+    return f"{model.model}#{canonical_hash(knobs)[:16]}"
+
+
+def select_tasks(spec: GridSpec, bank: Bank) -> list[Task]:
+    """The bank tasks the grid's filter keeps, in bank order."""
+    wanted = spec.tasks
+    if wanted.ids is not None:
+        chosen = [bank.task(task_id) for task_id in wanted.ids]
+    else:
+        chosen = list(bank.tasks.values())
+    return [
+        t
+        for t in chosen
+        if (wanted.worlds is None or t.world in wanted.worlds)
+        and (wanted.kind == "all" or t.kind == wanted.kind)
+        and (wanted.min_length is None or t.length >= wanted.min_length)
+        and (wanted.max_length is None or t.length <= wanted.max_length)
+    ]
+
+
+def task_slots(spec: GridSpec, bank: Bank) -> list[tuple[Task, int]]:
+    """``(task, seed)`` per task slot: each selected task once, or cycled to ``tasks.count`` slots."""
+    tasks = select_tasks(spec, bank)
+    if not tasks:
+        return []
+    count = spec.tasks.count or len(tasks)
+    return [(tasks[i % len(tasks)], spec.seed + (i // len(tasks)) * CYCLE_SEED_STRIDE) for i in range(count)]
+
+
+def plan_grid(spec: GridSpec, bank: Bank) -> list[PlannedTrial]:
+    """Every trial of the grid, in run order (see ``run_order``)."""
+    version = agent_version(trial_limits(spec))
+    schema_hash = tool_schema_hash()
+    routes = [model_route(m) for m in spec.models]
+    trials = [
+        PlannedTrial(
+            trial_id=trial_id_for(bank.hash, task.id, m.slug, routes[mi], epoch, seed, version, schema_hash),
+            model_index=mi,
+            task_id=task.id,
+            world=task.world,
+            epoch=epoch,
+            seed=seed,
+        )
+        for epoch in range(1, spec.epochs + 1)
+        for task, seed in task_slots(spec, bank)
+        for mi, m in enumerate(spec.models)
+    ]
+    return run_order(trials, spec.seed)
+
+
+def run_order(trials: Iterable[PlannedTrial], seed: int) -> list[PlannedTrial]:
+    """Epoch-major; within an epoch a seeded shuffle per world, worlds interleaved round-robin.
+
+    Any prefix of this order covers every model and world about evenly, so a sweep cut short
+    (budget, interruption) is a fair sample rather than "the first worlds of the first model".
+    """
+    by_epoch: dict[int, dict[str, list[PlannedTrial]]] = {}
+    for trial in trials:
+        by_epoch.setdefault(trial.epoch, {}).setdefault(trial.world, []).append(trial)
+    ordered: list[PlannedTrial] = []
+    for epoch in sorted(by_epoch):
+        worlds = by_epoch[epoch]
+        queues = []
+        for world in sorted(worlds):
+            queue = sorted(worlds[world], key=lambda t: t.trial_id)
+            random.Random(f"{seed}:{epoch}:{world}").shuffle(queue)
+            queues.append(queue)
+        # Spread each world evenly over the epoch (a world with half the trials appears every other slot).
+        keyed = [((i + 0.5) / len(q), w, t) for w, q in enumerate(queues) for i, t in enumerate(q)]
+        keyed.sort(key=lambda item: (item[0], item[1]))
+        ordered.extend(t for _, _, t in keyed)
+    return ordered
+
+
+def remaining(plan: list[PlannedTrial], done: set[str]) -> list[PlannedTrial]:
+    """The planned trials without a stored row, order kept."""
+    return [t for t in plan if t.trial_id not in done]

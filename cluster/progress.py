@@ -1,0 +1,85 @@
+"""Live progress of a grid: trials done/remaining, pass rate so far, spend, rate-limit waits.
+
+A rich progress bar on a terminal; on a log (``ray job logs``, CI) one plain line every few
+seconds instead, so logs stay readable.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+@dataclass
+class Tally:
+    """Running counts of this invocation."""
+
+    done: int = 0
+    stored: int = 0
+    duplicates: int = 0
+    passed: int = 0
+    scored: int = 0
+    harness: int = 0
+    budget_refused: int = 0
+    retries: int = 0
+    spent_usd: float = 0.0
+    requeued: int = 0
+    gate_wait_s: float = 0.0
+    rate_limited: int = 0
+
+    def describe(self) -> str:
+        """One short status line."""
+        rate = f"{self.passed / self.scored:.1%}" if self.scored else "-"
+        return (
+            f"pass {rate} · harness {self.harness} · ${self.spent_usd:.4f} · retries {self.retries}"
+            f" · 429s {self.rate_limited} · gate wait {self.gate_wait_s:.1f}s"
+        )
+
+
+class GridProgress:
+    """Progress display over ``total`` trials; a context manager."""
+
+    def __init__(self, total: int, enabled: bool = True, every_s: float = 5.0) -> None:
+        self.total = total
+        self.enabled = enabled
+        self.every_s = every_s
+        self.live = enabled and sys.stderr.isatty()
+        self._last = 0.0
+        self._progress: Progress | None = None
+        self._task: Any = None
+
+    def __enter__(self) -> GridProgress:
+        if self.live:
+            self._progress = Progress(
+                TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TimeRemainingColumn(), TextColumn("{task.description}"), console=Console(stderr=True),
+            )  # fmt: skip
+            self._progress.__enter__()
+            self._task = self._progress.add_task("", total=self.total)
+        return self
+
+    def update(self, tally: Tally) -> None:
+        """Show the latest counts (rate-limited for plain logs)."""
+        if self._progress is not None:
+            self._progress.update(self._task, completed=tally.done, description=tally.describe())
+            return
+        now = time.monotonic()
+        if self.enabled and (now - self._last >= self.every_s or tally.done == self.total):
+            self._last = now
+            print(f"[grid] {tally.done}/{self.total} · {tally.describe()}", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)

@@ -1,0 +1,111 @@
+"""What a grid run tells its user: the dry-run estimate, the end-of-run summary, ``grid status``."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiflow.results.prices import Prices, cost_usd
+from cluster.plan import PlannedTrial
+from cluster.progress import Tally
+from cluster.spec import GridSpec
+
+
+@dataclass
+class GridSummary:
+    """The outcome of one ``run_grid`` call."""
+
+    spec: GridSpec
+    planned: int
+    already_done: int
+    tally: Tally = field(default_factory=Tally)
+    not_started: int = 0
+    abandoned: int = 0
+    budget_reached: bool = False
+    ledger: dict[str, Any] | None = None
+    gates: list[dict[str, Any]] = field(default_factory=list)
+    wall_s: float = 0.0
+    per_model: dict[int, dict[str, Any]] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def model(self, index: int) -> dict[str, Any]:
+        """Per-model counters (created on first use)."""
+        return self.per_model.setdefault(index, {"scored": 0, "passed": 0, "harness": 0, "spent_usd": 0.0})
+
+    @property
+    def complete(self) -> bool:
+        """Every planned trial is stored."""
+        return self.already_done + self.tally.stored == self.planned
+
+    def lines(self, dry_run: bool = False) -> list[str]:
+        """The summary as printed at the end of a run."""
+        t = self.tally
+        if dry_run:
+            return [
+                f"dry run: {self.planned - self.already_done} of {self.planned} trials would run; nothing started"
+            ]
+        stored_total = self.already_done + t.stored
+        out = [
+            f"grid {self.spec.name}: {stored_total}/{self.planned} trials stored "
+            f"({self.already_done} already, {t.stored} now) in {self.wall_s:.1f}s -> {self.spec.out}",
+            f"  scored {t.scored}, passed {t.passed}"
+            + (f" ({t.passed / t.scored:.1%})" if t.scored else "")
+            + f"; harness/provider outcomes {t.harness} (excluded from scores, retried on resume)",
+            f"  spend ${t.spent_usd:.4f}; provider retries {t.retries}; re-queued after actor loss {t.requeued}"
+            + (f"; duplicates skipped {t.duplicates}" if t.duplicates else ""),
+        ]
+        if self.phases:
+            out.append("  time: " + ", ".join(f"{k[:-2]} {v:.1f}s" for k, v in self.phases.items()))
+        if self.gates:
+            waits = ", ".join(
+                f"{g['provider']}: {g['rate_limited']} 429s, {g['waited_s']:.1f}s waited" for g in self.gates
+            )
+            out.append(f"  rate limits: {waits}")
+        if self.budget_reached:
+            cap = self.ledger["cap_usd"] if self.ledger else self.spec.budget_usd
+            spent = self.ledger["spent_usd"] if self.ledger else t.spent_usd
+            out.append(
+                f"BUDGET REACHED: spent ${spent:.4f} of ${cap:.4f}; {self.not_started} trials not started, "
+                f"{t.budget_refused} stopped mid-trial. Rerun with a higher --budget-usd to continue."
+            )
+        if self.abandoned:
+            out.append(
+                f"  {self.abandoned} trials lost their actor {5}+ times and were left for the next resume"
+            )
+        if not self.complete and not self.budget_reached:
+            left = self.planned - stored_total
+            out.append(
+                f"  {left} trials not stored (harness/provider outcomes or abandoned): rerun to retry them"
+            )
+        return out
+
+
+def estimate_cost(
+    spec: GridSpec, todo: list[PlannedTrial], prices: list[Prices]
+) -> dict[str, tuple[int, float]]:
+    """Per model slug: trials to run and their estimated cost from ``spec.estimate`` tokens per trial."""
+    counts = [0] * len(spec.models)
+    for planned in todo:
+        counts[planned.model_index] += 1
+    per_trial = [cost_usd(spec.estimate, p) for p in prices]
+    return {m.slug: (counts[i], counts[i] * per_trial[i]) for i, m in enumerate(spec.models)}
+
+
+def print_estimate(spec: GridSpec, estimate: dict[str, tuple[int, float]], planned: int, todo: int) -> None:
+    """The dry-run estimate, printed before any run starts."""
+    total = sum(cost for _, cost in estimate.values())
+    print(
+        f"grid {spec.name}: {planned} trials planned, {planned - todo} already stored, {todo} to run; "
+        f"estimated cost ${total:.2f} (pinned price table; {spec.estimate.input + spec.estimate.cache_read} "
+        f"prompt tokens/trial assumed)",
+        file=sys.stderr,
+    )
+    for slug, (count, cost) in estimate.items():
+        if count:
+            print(f"  {slug}: {count} trials, ~${cost:.2f}", file=sys.stderr)
+    if spec.budget_usd is not None:
+        verdict = (
+            "fits" if total <= spec.budget_usd else "EXCEEDS: the run will stop when the budget is reached"
+        )
+        print(f"  budget ${spec.budget_usd:.2f}: estimate {verdict}", file=sys.stderr)

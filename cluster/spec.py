@@ -1,0 +1,239 @@
+"""The grid spec: one frozen pydantic model loaded from YAML (``configs/grids/*.yaml``).
+
+A grid is models × tasks × epochs. Everything that changes a trial's output goes into its
+id (cluster/plan.py); everything else (output URL, budget, concurrency) may change between a
+run and its resume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from apiflow.errors import UsageError
+from apiflow.models.registry import check_model_name, is_offline, model_slug
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class GridModel(BaseModel):
+    """One model of the grid.
+
+    Attributes:
+        model: ``apiflow/...`` offline model or a litellm model id (``openai/gpt-5-mini``).
+        slug: Leaderboard slug recorded as ``model`` (default derived from ``model``).
+        params: Provider parameters for litellm (``api_base``, ``timeout``, ...); part of the trial id.
+        temperature: Sampling temperature (part of the trial id).
+        max_tokens: Output cap per call (also the worst case the budget reserves).
+        provider: Rate-limit key (default: the litellm route prefix; offline models have none).
+    """
+
+    model_config = _FROZEN
+
+    model: str
+    slug: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
+    temperature: float = 1.0
+    max_tokens: int | None = None
+    provider: str = ""
+
+    @model_validator(mode="after")
+    def _defaults(self) -> GridModel:
+        try:
+            check_model_name(self.model)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+        if not self.slug:
+            object.__setattr__(self, "slug", model_slug(self.model))
+        if not self.provider and not is_offline(self.model):
+            object.__setattr__(self, "provider", self.model.split("/", 1)[0])
+        return self
+
+    @property
+    def offline(self) -> bool:
+        """True for in-process models (no provider, no rate limit, no network)."""
+        return is_offline(self.model)
+
+
+class TaskFilter(BaseModel):
+    """Which bank tasks the grid runs.
+
+    Attributes:
+        ids: Explicit task ids (default: all).
+        worlds: Keep only these worlds (``w01``...).
+        kind: ``solo``, ``chain`` or ``all``.
+        min_length / max_length: Chain length K (solo: sub index) bounds.
+        count: Run exactly this many task slots, cycling through the selected tasks with a new
+            seed per cycle (how a small bank stands in for a full-size one in benchmarks).
+    """
+
+    model_config = _FROZEN
+
+    ids: list[str] | None = None
+    worlds: list[str] | None = None
+    kind: Literal["solo", "chain", "all"] = "all"
+    min_length: int | None = None
+    max_length: int | None = None
+    count: int | None = Field(default=None, ge=1)
+
+
+class Concurrency(BaseModel):
+    """How much runs at once.
+
+    Attributes:
+        actors: Trial-worker actors (default: one per CPU of the cluster).
+        trials_per_actor: Trials an actor runs concurrently (LLM trials are I/O bound).
+        batch: Trials per actor call for offline models (keeps Ray overhead a small share).
+        window: In-flight actor calls the driver keeps (default 2 × actors × calls per actor).
+    """
+
+    model_config = _FROZEN
+
+    actors: int | None = Field(default=None, ge=1)
+    trials_per_actor: int = Field(default=16, ge=1)
+    batch: int = Field(default=16, ge=1)
+    window: int | None = Field(default=None, ge=1)
+
+
+class Limits(BaseModel):
+    """Per-trial limits (``apiflow.agent.TrialLimits``); part of the trial id via the agent version."""
+
+    model_config = _FROZEN
+
+    max_messages: int | None = 500
+    max_tool_calls: int | None = None
+    max_tokens: int | None = None
+    max_seconds: float | None = 1800.0
+
+
+class Retry(BaseModel):
+    """The provider retry policy (``apiflow.models.retry.RetryPolicy``)."""
+
+    model_config = _FROZEN
+
+    max_attempts: int = Field(default=8, ge=1)
+    max_elapsed_s: float = 900.0
+    base_s: float = 1.0
+    max_wait_s: float = 60.0
+
+
+class RateLimit(BaseModel):
+    """One provider key's limits (requests and tokens per minute)."""
+
+    model_config = _FROZEN
+
+    rpm: float = Field(gt=0)
+    tpm: float | None = Field(default=None, gt=0)
+    burst_s: float = Field(default=1.0, gt=0)
+
+
+class Estimate(BaseModel):
+    """Tokens one trial is expected to use, for the dry-run cost estimate (not a cap)."""
+
+    model_config = _FROZEN
+
+    input: int = 20_000
+    output: int = 4_000
+    cache_read: int = 60_000
+    cache_write: int = 0
+    reasoning: int = 0
+    call_prompt_tokens: int = 16_000
+    """Prompt size assumed when a call's worst case is reserved and the messages are not yet known."""
+
+
+class GridSpec(BaseModel):
+    """A grid of trials: models × tasks × epochs, and how to run and store it."""
+
+    model_config = _FROZEN
+
+    name: str = "grid"
+    bank: str = "bank/sample"
+    bank_hash: str | None = None
+    models: list[GridModel] = Field(min_length=1)
+    tasks: TaskFilter = Field(default_factory=TaskFilter)
+    epochs: int = Field(default=1, ge=1)
+    seed: int = 0
+    out: str = "results/grid"
+    storage_options: dict[str, Any] = Field(default_factory=dict)
+    budget_usd: float | None = Field(default=None, gt=0)
+    price_table: str = "configs/prices/2026-12.yaml"
+    concurrency: Concurrency = Field(default_factory=Concurrency)
+    limits: Limits = Field(default_factory=Limits)
+    retry: Retry = Field(default_factory=Retry)
+    ratelimits: dict[str, RateLimit] = Field(default_factory=dict)
+    ratelimits_file: str | None = None
+    estimate: Estimate = Field(default_factory=Estimate)
+
+    @model_validator(mode="after")
+    def _unique_slugs(self) -> GridSpec:
+        slugs = [m.slug for m in self.models]
+        if len(set(slugs)) != len(slugs):
+            raise ValueError(f"model slugs must be unique, got {slugs}")
+        return self
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that decide which trials exist and what they produce."""
+        return {
+            "bank_hash": self.bank_hash,
+            "models": [m.model_dump(mode="json", exclude={"provider"}) for m in self.models],
+            "tasks": self.tasks.model_dump(mode="json"),
+            "epochs": self.epochs,
+            "seed": self.seed,
+            "limits": self.limits.model_dump(mode="json"),
+        }
+
+    def with_overrides(self, **changes: Any) -> GridSpec:
+        """A copy with top-level fields replaced (CLI flags); validated again."""
+        data = self.model_dump(mode="json")
+        data.update({k: v for k, v in changes.items() if v is not None})
+        return GridSpec.model_validate(data)
+
+
+def canonical_hash(value: Any) -> str:
+    """sha256 of canonical JSON (sorted keys, no spaces): stable across field order."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def load_grid(path: str | Path) -> GridSpec:
+    """Read and validate a grid YAML; rate limits may come from a separate file.
+
+    Raises:
+        UsageError: Missing file, bad YAML or an invalid field (one line naming it).
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"cannot read grid {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"grid {path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"grid {path} must be a mapping")
+    limits_file = data.get("ratelimits_file")
+    if limits_file:
+        data = {
+            **data,
+            "ratelimits": {**_read_ratelimits(Path(limits_file)), **(data.get("ratelimits") or {})},
+        }
+    try:
+        return GridSpec.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise UsageError(f"grid {path}: invalid {where}: {first['msg']}") from None
+
+
+def _read_ratelimits(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"cannot read rate limits {path}: {exc.strerror}") from None
+    providers = (data or {}).get("providers")
+    if not isinstance(providers, dict):
+        raise UsageError(f"rate limits {path} need a `providers:` mapping")
+    return providers

@@ -1,0 +1,167 @@
+"""Trial workers: run planned trials (fresh world each), grade locally, store results themselves.
+
+``TrialRunner`` is plain asyncio (the in-process baseline of the benchmark and the unit of the
+tests); ``TrialWorker`` is the async Ray actor around it. Only small ``TrialOutcome``s travel
+back to the driver: transcripts go straight from the worker to the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+from apiflow.agent import run_trial, trial_seed
+from apiflow.bank import Bank, load_bank
+from apiflow.errors import UsageError
+from apiflow.models import GenerateConfig, make_model
+from apiflow.models.retry import RetryPolicy, retry_hook
+from apiflow.results.prices import Prices, PriceTable, cost_usd, load_price_table
+from apiflow.results.rows import record_to_row
+from apiflow.results.store import ResultStore
+from cluster.budget import BudgetedModel
+from cluster.plan import PlannedTrial, trial_limits
+from cluster.ratelimit import ActorCallGate
+from cluster.spec import GridModel, GridSpec
+
+DEFAULT_MAX_TOKENS = 8_192
+"""Output cap a budget reservation assumes when a model sets no ``max_tokens``."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrialOutcome:
+    """What the driver learns about one trial (the record itself stays in the store)."""
+
+    trial_id: str
+    model_index: int
+    stored: bool
+    """False when another attempt had already stored this trial (a re-queued duplicate)."""
+    passed: bool | None
+    harness: bool
+    termination: str
+    cost_usd: float
+    retries: int
+    budget_refused: bool = False
+
+
+def price_for(table: PriceTable, model: GridModel) -> Prices:
+    """A grid model's prices: by its slug, else by its model id (litellm ids are table aliases)."""
+    for key in (model.slug, model.model):
+        if table.has(key):
+            return table.price(key)
+    raise UsageError(f"price table {table.version} has no price for {model.slug!r} ({model.model})")
+
+
+def load_checked_bank(spec: GridSpec) -> Bank:
+    """The grid's bank, refusing one whose hash differs from the pinned ``bank_hash``."""
+    bank = load_bank(spec.bank)
+    if spec.bank_hash and spec.bank_hash != bank.hash:
+        raise UsageError(f"bank {spec.bank} has hash {bank.hash[:12]}…, the grid pins {spec.bank_hash[:12]}…")
+    return bank
+
+
+class TrialRunner:
+    """Runs planned trials of one grid in this process.
+
+    Args:
+        spec: The grid (paths already absolute).
+        run_id: The run id recorded on every trial.
+        gates: Provider key -> ``ProviderGate`` actor handle.
+        ledger: ``BudgetLedger`` handle, or None without a budget.
+    """
+
+    def __init__(self, spec: GridSpec, run_id: str, gates: dict[str, Any] | None = None, ledger: Any = None):
+        self.spec = spec
+        self.run_id = run_id
+        self.bank = load_checked_bank(spec)
+        self.store = ResultStore(spec.out, spec.storage_options)
+        self.prices = load_price_table(spec.price_table)
+        self.model_prices = [price_for(self.prices, m) for m in spec.models]
+        self.limits = trial_limits(spec)
+        self.gates = gates or {}
+        self.ledger = ledger
+        self.policy = RetryPolicy(**spec.retry.model_dump())
+        self.remote_store = not self.store._local
+        self.slots = asyncio.Semaphore(spec.concurrency.trials_per_actor)
+
+    def _model(self, grid_model: GridModel, index: int, planned: PlannedTrial) -> Any:
+        task = self.bank.task(planned.task_id)
+        model = make_model(
+            grid_model.model, task, trial_seed(planned.seed, task.id, planned.epoch), grid_model.params
+        )
+        if not grid_model.offline:
+            gate = self.gates.get(grid_model.provider)
+            model.retry = retry_hook(self.policy, ActorCallGate(gate) if gate is not None else None)  # type: ignore[attr-defined]
+        if self.ledger is not None:
+            model = BudgetedModel(
+                model, self.ledger, self.model_prices[index], grid_model.max_tokens or DEFAULT_MAX_TOKENS
+            )
+        return model
+
+    async def run_one(self, planned: PlannedTrial) -> TrialOutcome:
+        """Run, grade, price and store one trial (skipped if already stored)."""
+        grid_model = self.spec.models[planned.model_index]
+        if await self._call_store(self.store.is_done, grid_model.slug, planned.trial_id):
+            return TrialOutcome(
+                planned.trial_id, planned.model_index, False, None, False, "already_stored", 0.0, 0
+            )
+        task = self.bank.task(planned.task_id)
+        async with self.slots:
+            record = await run_trial(
+                task,
+                self.bank.world_of(task),
+                self._model(grid_model, planned.model_index, planned),
+                seed=planned.seed,
+                epoch=planned.epoch,
+                bank_name=self.bank.name,
+                bank_hash=self.bank.hash,
+                run_id=self.run_id,
+                limits=self.limits,
+                model_slug=grid_model.slug,
+                config=GenerateConfig(temperature=grid_model.temperature, max_tokens=grid_model.max_tokens),
+            )
+        block = record.apiflow
+        block.trial_id = planned.trial_id  # the planner's id is the storage key (it also covers params)
+        block.cost_usd = cost_usd(block.tokens, self.model_prices[planned.model_index])
+        row = record_to_row(record, panel=self.spec.name, price_table=self.prices.version)
+        stored = await self._call_store(self.store.put_trial, record, row)
+        return TrialOutcome(
+            trial_id=planned.trial_id,
+            model_index=planned.model_index,
+            stored=stored,
+            passed=record.passed,
+            harness=record.is_harness_outcome,
+            termination=str(block.termination),
+            cost_usd=block.cost_usd,
+            retries=len(block.retries),
+            budget_refused=bool(block.harness_error and "budget reached" in block.harness_error),
+        )
+
+    async def _call_store(self, fn: Any, *args: Any) -> Any:
+        # Object-store calls block on the network: keep them off the event loop. Local writes
+        # are a few syscalls, cheaper inline than a thread hop.
+        if self.remote_store:
+            return await asyncio.to_thread(fn, *args)
+        return fn(*args)
+
+    async def run_batch(self, batch: list[PlannedTrial]) -> list[TrialOutcome]:
+        """Run a batch concurrently (bounded by ``trials_per_actor``)."""
+        return list(await asyncio.gather(*(self.run_one(p) for p in batch)))
+
+
+@ray.remote(max_restarts=-1, max_task_retries=0)
+class TrialWorker:
+    """Async actor: one ``TrialRunner``; many batches in flight at once (``max_concurrency``)."""
+
+    def __init__(self, spec_json: str, run_id: str, gates: dict[str, Any], ledger: Any) -> None:
+        self.runner = TrialRunner(GridSpec.model_validate_json(spec_json), run_id, gates, ledger)
+
+    async def run_batch(self, batch: list[PlannedTrial]) -> list[TrialOutcome]:
+        return await self.runner.run_batch(batch)
+
+    async def ping(self) -> int:
+        import os
+
+        return os.getpid()
