@@ -101,10 +101,11 @@ def headline_paragraphs(s: dict) -> list[str]:
         )
         null = s["null_model"]["headline_clean"]
         if null["trials"]:
+            band = null["gap_points_ci90"]
+            band_text = "" if band[0] is None else f", 90% CI [{band[0]:+.1f}, {band[1]:+.1f}]"
             out.append(
                 f"Independent-error null on the clean length-{head['length']} slice: observed {pct(null['observed'])} vs "
-                f"predicted {pct(null['predicted'])} (gap {null['gap_points']:+.1f} points, "
-                f"90% CI [{null['gap_points_ci90'][0]:+.1f}, {null['gap_points_ci90'][1]:+.1f}])."
+                f"predicted {pct(null['predicted'])} (gap {null['gap_points']:+.1f} points{band_text})."
             )
         fail = s["failures"]["headline_clean"]
         out.append(

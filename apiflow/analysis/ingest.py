@@ -67,8 +67,13 @@ def find_trial_files(roots: Sequence[str | Path]) -> list[Path]:
     return sorted(found, key=_sort_key)
 
 
-def rows_of_files(paths: Iterable[Path]) -> list[dict]:
+def rows_of_files(paths: Iterable[Path], strict: bool = True) -> list[dict]:
     """Parse and flatten trial files in order.
+
+    Args:
+        paths: trial JSON files.
+        strict: a JSON object without ``schema_version`` (a run manifest beside the trials) is an
+            error; with ``strict=False`` it is skipped.
 
     Raises:
         UsageError: a file is not a schema-1.0 trial JSON.
@@ -77,6 +82,8 @@ def rows_of_files(paths: Iterable[Path]) -> list[dict]:
     for path in paths:
         try:
             trial = orjson.loads(path.read_bytes())
+            if not strict and isinstance(trial, dict) and "schema_version" not in trial:
+                continue
             if not isinstance(trial, dict) or trial.get("schema_version") != "1.0":
                 raise ValueError("not a schema-1.0 trial (schema_version missing or not '1.0')")
             rows.append(transcript_row(trial))
@@ -85,8 +92,8 @@ def rows_of_files(paths: Iterable[Path]) -> list[dict]:
     return rows
 
 
-def _chunk_table(paths: list[Path]) -> tuple[pa.Table, int]:
-    rows = rows_of_files(paths)
+def _chunk_table(paths: list[Path], strict: bool = True) -> tuple[pa.Table, int]:
+    rows = rows_of_files(paths, strict)
     ours = any("trial_id" in r for r in rows)
     nbytes = sum(p.stat().st_size for p in paths)
     return pa.Table.from_pylist(rows, schema=OURS_SCHEMA if ours else PUBLISHED_SCHEMA), nbytes
@@ -98,18 +105,18 @@ def _chunks(paths: list[Path], size: int) -> Iterator[list[Path]]:
 
 
 def iter_chunk_tables(
-    paths: list[Path], workers: int = 0, chunk_files: int = CHUNK_FILES
+    paths: list[Path], workers: int = 0, chunk_files: int = CHUNK_FILES, strict: bool = True
 ) -> Iterator[tuple[pa.Table, int]]:
     """Flattened chunks in file order, parsed by ``workers`` processes (0: all cores; 1: in-process)."""
     workers = workers or os.cpu_count() or 1
     if workers == 1 or len(paths) <= chunk_files:
         for chunk in _chunks(paths, chunk_files):
-            yield _chunk_table(chunk)
+            yield _chunk_table(chunk, strict)
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
         pending: list[Future] = []
         for chunk in _chunks(paths, chunk_files):
-            pending.append(pool.submit(_chunk_table, chunk))
+            pending.append(pool.submit(_chunk_table, chunk, strict))
             if len(pending) >= 2 * workers:  # bounded window: memory stays flat
                 yield pending.pop(0).result()
         for future in pending:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import fsspec
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,15 +22,17 @@ from apiflow.analysis.rows import transcript_row
 from apiflow.errors import UsageError
 
 
-def load_table(inputs: Sequence[str]) -> pa.Table:
+def load_table(inputs: Sequence[str], storage_options: dict | None = None) -> pa.Table:
     """All rows of all inputs, one table, duplicates (same ``trial_id``) removed.
+
+    ``s3://`` inputs use ``storage_options`` (fsspec), else the usual AWS environment.
 
     Raises:
         UsageError: an input is missing, empty or not readable as trial rows.
     """
     if not inputs:
         raise UsageError("no input given")
-    tables = [_load_one(str(source)) for source in inputs]
+    tables = [_load_one(str(source), storage_options or {}) for source in inputs]
     table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
     if table.num_rows == 0:
         raise UsageError(f"no trial rows in {', '.join(map(str, inputs))}")
@@ -37,23 +40,32 @@ def load_table(inputs: Sequence[str]) -> pa.Table:
 
 
 def dedupe_trials(table: pa.Table) -> pa.Table:
-    """Keep the first row of every ``trial_id`` (a per-trial row and its compacted copy are the same trial)."""
-    if "trial_id" not in table.column_names:
+    """One row per ``trial_id``: the first real outcome, else the first harness outcome.
+
+    A grid stores a trial's row once per copy (per-trial file, compacted file) and a harness
+    failure per failed attempt; a trial retried successfully is its successful row, a trial that
+    never got past the harness stays one (unscored) harness outcome. Rows without a trial id
+    (published rows mixed in) are all kept. Kept rows stay in input order.
+    """
+    if "trial_id" not in table.column_names or table["trial_id"].null_count == table.num_rows:
         return table
-    ids = table["trial_id"]
-    if ids.null_count == len(ids):
+    ids = np.asarray(pc.fill_null(table["trial_id"], "").to_numpy(zero_copy_only=False), dtype=object)
+    harness = np.zeros(table.num_rows, dtype=bool)
+    if "harness" in table.column_names and not pa.types.is_null(table["harness"].type):
+        harness = np.asarray(pc.fill_null(table["harness"], False).to_numpy(zero_copy_only=False), dtype=bool)
+    order = np.lexsort((np.arange(table.num_rows), harness))  # real outcomes first, then input order
+    _, first = np.unique(ids[order].astype(str), return_index=True)
+    keep = np.zeros(table.num_rows, dtype=bool)
+    keep[order[first]] = True
+    keep |= ids == ""
+    if keep.all():
         return table
-    # Rows without a trial id (published rows mixed in) are all kept.
-    indices = pa.array(range(table.num_rows), pa.int64())
-    keyed = pa.table({"trial_id": ids, "i": indices})
-    first = keyed.group_by("trial_id", use_threads=False).aggregate([("i", "min")])
-    keep = pc.or_(pc.is_in(indices, value_set=first["i_min"]), pc.is_null(ids))
-    return table.filter(keep)
+    return table.filter(pa.array(keep))
 
 
-def _load_one(source: str) -> pa.Table:
+def _load_one(source: str, storage_options: dict) -> pa.Table:
     if "://" in source:
-        fs, path = fsspec.core.url_to_fs(source)
+        fs, path = fsspec.core.url_to_fs(source, **storage_options)
     else:
         fs, path = None, source
         if not Path(source).exists():
@@ -98,11 +110,17 @@ def _read_parquet(fs, files: list[str]) -> pa.Table:
 def _read_json(fs, files: list[str]) -> pa.Table:
     if fs is None:
         paths = find_trial_files(files)
-        return pa.concat_tables([t for t, _ in iter_chunk_tables(paths)], promote_options="permissive")
+        tables = [t for t, _ in iter_chunk_tables(paths, strict=False) if t.num_rows]
+        if not tables:
+            raise UsageError(f"no schema-1.0 trial JSON among {len(paths)} JSON files")
+        return pa.concat_tables(tables, promote_options="permissive")
     rows = []
     for f in files:
         try:
-            rows.append(transcript_row(orjson.loads(fs.cat_file(f))))
+            trial = orjson.loads(fs.cat_file(f))
+            if isinstance(trial, dict) and "schema_version" not in trial:
+                continue  # a manifest beside the trials
+            rows.append(transcript_row(trial))
         except (ValueError, KeyError, TypeError) as exc:
             raise UsageError(f"{f}: not a schema-1.0 trial JSON ({exc})") from None
     return pa.Table.from_pylist(rows)
