@@ -69,7 +69,6 @@ class Exchange:
         url: The URL exactly as sent (relative or absolute).
         headers: Request headers as sent.
         body: Request body as sent (object, raw text or ``None``).
-        text: Searchable text: URL + headers + body (see ``request_text``).
         status: Response status, ``None`` on a network error.
         response_body: Parsed JSON or text; ``UNKNOWN`` when only a cut preview was seen.
         preview: The cut preview text when ``response_body`` is ``UNKNOWN`` (else ``None``).
@@ -83,13 +82,17 @@ class Exchange:
     url: str
     headers: Any
     body: Any
-    text: str
     status: int | None
     response_body: Any
     preview: str | None = None
     network_error: str | None = None
     request_ref: str = ""
     response_ref: str | None = None
+
+    @property
+    def text(self) -> str:
+        """Searchable text: URL + headers + body (see ``request_text``); built on demand."""
+        return request_text(self.url, self.headers, self.body)
 
     @property
     def has_response(self) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from apiflow.grading.answer import final_message
-from apiflow.grading.evidence import Evidence, Exchange, request_text
+from apiflow.grading.evidence import Evidence, Exchange
 from apiflow.grading.transcript import abstention_in, ending_of
 
 
@@ -26,7 +26,6 @@ def _exchange(index: int, sent: Any) -> Exchange:
         url=url,
         headers=headers,
         body=body,
-        text=request_text(url, headers, body),
         status=response.status if response is not None else None,
         response_body=response.body if response is not None else None,
         network_error=sent.network_error,

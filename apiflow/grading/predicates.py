@@ -119,15 +119,21 @@ def _unique(values: list[Any]) -> list[Any]:
     return seen
 
 
+def statuses(value: Any) -> list[Any]:
+    """A recorded status as a list (a regraded payload may hold one status or several)."""
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
 def _carried(
     spec: DataFlowSpec, evidence: Evidence, rules: RuleSet
 ) -> tuple[int, list[tuple[int, Any]], bool]:
     """(responses carrying the key, (exchange index, value) pairs, any unknown body matched)."""
     pattern = url_regex(spec.from_response_url_pattern)
+    wanted = statuses(spec.from_status)
     carriers, unsure = 0, False
     values: list[tuple[int, Any]] = []
     for exchange in evidence.exchanges:
-        if exchange.status != spec.from_status or not pattern.search(exchange.url):
+        if exchange.status not in wanted or not pattern.search(exchange.url):
             continue
         if exchange.body_known:
             hit, found = body_values(exchange.response_body, spec.from_body_key, rules)
@@ -144,14 +150,15 @@ def _carried(
 
 
 def _used_later(values: list[tuple[int, Any]], targets: list[Exchange], rules: RuleSet) -> bool:
+    texts = [(target.index, target.text) for target in targets]
     for index, value in values:
         needle = value_text(value)
         if not needle:
             continue
-        for target in targets:
-            if rules.used_in == "later" and target.index <= index:
+        for target_index, text in texts:
+            if rules.used_in == "later" and target_index <= index:
                 continue
-            if needle in target.text:
+            if needle in text:
                 return True
     return False
 
@@ -180,7 +187,7 @@ def data_flow(spec: DataFlowSpec, evidence: Evidence, rules: RuleSet, number: in
     if not carriers:
         message = (
             f"{head}no response matched url~{spec.from_response_url_pattern!r} "
-            f"status in [{spec.from_status}] carrying body key {spec.from_body_key!r}"
+            f"status in {statuses(spec.from_status)!r} carrying body key {spec.from_body_key!r}"
         )
         return Outcome(None if unsure else False, message)
     problems: list[str] = []
@@ -225,7 +232,7 @@ def new_response(spec: NewResponseSpec, evidence: Evidence, rules: RuleSet, numb
     for exchange in evidence.exchanges:
         if not exchange.has_response or not pattern.search(exchange.url):
             continue
-        if spec.status is not None and exchange.status != spec.status:
+        if spec.status is not None and exchange.status not in statuses(spec.status):
             continue
         if spec.method is not None and exchange.method != spec.method.upper():
             continue

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
+
 _REF_KINDS = frozenset({"request", "response", "variable", "spec", "handle"})
 
 
@@ -18,11 +20,20 @@ def loads_maybe(value: Any) -> Any:
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "[", '"'):
-            try:
-                return json.loads(text)
-            except ValueError:
-                return value
+            return loads_json(text, value)
     return value
+
+
+def loads_json(text: str, default: Any) -> Any:
+    """Parse JSON text (fast path first; the stdlib parser for NaN, huge ints…), else ``default``."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(text)
+    except ValueError:
+        return default
 
 
 def parse_ref(ref: Any) -> tuple[str, str] | None:

@@ -9,7 +9,6 @@ response entity, which carry the full body.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,9 +20,8 @@ from apiflow.grading.evidence import (
     Ending,
     Evidence,
     Exchange,
-    request_text,
 )
-from apiflow.grading.refs import loads_maybe, parse_ref, ref_key, request_id, response_id
+from apiflow.grading.refs import loads_json, loads_maybe, parse_ref, ref_key, request_id, response_id
 
 PREVIEW_LIMIT = 600
 _ELLIPSIS = "…"
@@ -82,10 +80,7 @@ def _preview_body(preview: Any) -> tuple[Any, str | None]:
         return preview, None
     if len(preview) == PREVIEW_LIMIT + 1 and preview.endswith(_ELLIPSIS):
         return UNKNOWN, preview
-    try:
-        return json.loads(preview), None
-    except ValueError:
-        return preview, None
+    return loads_json(preview, preview), None
 
 
 def _abstention(name: str, text: str) -> Abstention:
@@ -226,7 +221,6 @@ def _freeze(index: int, item: _Pending) -> Exchange:
         url=url,
         headers=headers,
         body=body,
-        text=request_text(url, headers, body),
         status=item.status,
         response_body=item.body,
         preview=item.preview,

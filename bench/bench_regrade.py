@@ -1,0 +1,118 @@
+"""Regrade throughput: the published fixtures replicated to a few thousand files.
+
+One command: ``.venv/bin/python bench/bench_regrade.py [--copies 72] [--workers 2]``.
+
+Copies ``tests/grading/data/transcripts`` (42 trials) ``--copies`` times into a temp
+folder, warms the page cache, then measures in the same run:
+
+* baseline: a plain ``json.load`` loop over every file (one process, no grading);
+* ``regrade`` with 1 worker and with ``--workers`` workers (evidence + grading + compare);
+
+and prints files/s, MB/s, the ratios to the baseline, and an extrapolation to the full
+published corpus (56,037 files, 2.2 GB; target ≤ 30 s on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from apiflow.grading.regrade import iter_trial_files, regrade  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "grading" / "data" / "transcripts"
+CORPUS_FILES = 56_037
+CORPUS_BYTES = 2.2e9
+TARGET_S = 30.0
+
+
+def replicate(dest: Path, copies: int) -> tuple[int, int]:
+    """Copy every fixture trial ``copies`` times; returns (files, bytes)."""
+    sources = list(iter_trial_files([FIXTURES]))
+    files = size = 0
+    for i in range(copies):
+        for source in sources:
+            src = Path(source)
+            target = dest / src.parent.name / f"{src.stem}-c{i:04d}.json"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, target)
+            files += 1
+            size += target.stat().st_size
+    return files, size
+
+
+def cpu_seconds() -> float:
+    """User+system CPU of this process and its reaped children (pool workers are reaped on shutdown)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def json_load_loop(folder: Path) -> None:
+    for path in iter_trial_files([folder]):
+        with open(path, encoding="utf-8") as handle:
+            json.load(handle)
+
+
+def timed(action: object) -> tuple[float, float, object]:
+    """(wall seconds, CPU seconds, result) of ``action()``."""
+    wall, cpu = time.perf_counter(), cpu_seconds()
+    result = action()  # type: ignore[operator]
+    return time.perf_counter() - wall, cpu_seconds() - cpu, result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=72, help="copies of the 42 fixtures (72 → 3,024 files)")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="apiflow-bench-regrade-") as tmp:
+        folder = Path(tmp)
+        files, size = replicate(folder, args.copies)
+        json_load_loop(folder)  # warm the page cache so every measurement reads from memory
+        load = os.getloadavg()[0]
+        base_wall, base_cpu, _ = timed(lambda: json_load_loop(folder))
+        rows = [("json.load loop (1 proc)", base_wall, base_cpu)]
+        for workers in sorted({1, args.workers}):
+            wall, cpu, summary = timed(lambda w=workers: regrade([folder], workers=w))
+            assert summary.files == files and not summary.disagreements, "bench corpus must regrade cleanly"
+            rows.append((f"regrade, {workers} worker(s)", wall, cpu))
+    mb = size / 1e6
+    print(
+        f"corpus: {files} files, {mb:.1f} MB ({args.copies} copies of the fixtures); "
+        f"1-min load average at start {load:.2f} on {os.cpu_count()} cores"
+    )
+    print(
+        f"{'':26} {'wall s':>7} {'cpu s':>6} {'files/s':>8} {'MB/s':>6} {'× json.load':>11} "
+        f"{'56,037 files':>12} {'2.2 GB':>7}"
+    )
+    for name, wall, cpu in rows:
+        print(
+            f"{name:26} {wall:7.2f} {cpu:6.2f} {files / wall:8.0f} {mb / wall:6.1f} {base_wall / wall:11.2f} "
+            f"{wall / files * CORPUS_FILES:11.1f}s {wall / size * CORPUS_BYTES:6.1f}s"
+        )
+    best_wall = min(wall for _, wall, _ in rows[1:])
+    projected = max(best_wall / files * CORPUS_FILES, best_wall / size * CORPUS_BYTES)
+    cpu_1 = rows[1][2]
+    on_free_cores = max(cpu_1 / files * CORPUS_FILES, cpu_1 / size * CORPUS_BYTES) / args.workers
+    verdict = "meets" if projected <= TARGET_S else "misses"
+    print(
+        f"projected full corpus, wall clock as measured: {projected:.1f} s ({verdict} the {TARGET_S:.0f} s target)"
+    )
+    print(
+        f"projected full corpus from CPU time on {args.workers} free cores: {on_free_cores:.1f} s "
+        f"(1-worker CPU seconds / {args.workers}; excludes contention from other processes)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
