@@ -25,6 +25,7 @@ from apiflow.tools.result import ToolError
 from apiflow.tools.workspace import Exchange, Workspace
 from apiflow.world.errors import TransportError
 from apiflow.world.http import HttpRequest, HttpResponse
+from apiflow.world.session import body_text
 
 Send = Callable[[HttpRequest], HttpResponse]
 
@@ -43,18 +44,9 @@ class Outgoing:
     sent: dict[str, Any]
 
 
-def body_text(body: Any) -> str:
-    """The body as text: raw text stays raw, JSON is re-serialised with ``json.dumps`` (as published)."""
-    if body is None:
-        return ""
-    if isinstance(body, str):
-        return body
-    return json.dumps(body)
-
-
-def body_preview(body: Any) -> str:
+def body_preview(response: HttpResponse) -> str:
     """The first 600 characters of the body text, plus "…" when cut (601 at most)."""
-    text = body_text(body)
+    text = response.text if response.text is not None else body_text(response.body)
     return text[:PREVIEW_LIMIT] + PREVIEW_MARK if len(text) > PREVIEW_LIMIT else text
 
 
@@ -197,6 +189,6 @@ def execute_request(
             "response_ref": str(response_ref),
             "status": response.status,
             "headers": dict(response.headers),
-            "body_preview": body_preview(response.body),
+            "body_preview": body_preview(response),
         }
     )

@@ -41,6 +41,11 @@ class Outcome:
     route: Route | None = None
 
 
+@lru_cache(maxsize=64)
+def _netloc(server: str) -> str:
+    return parse_url(server).netloc
+
+
 @lru_cache(maxsize=4096)
 def _template_regex(path: str) -> re.Pattern[str]:
     pattern = re.sub(r"\\\{([A-Za-z_][A-Za-z0-9_]*)\\\}", r"(?P<\1>[^/]+)", re.escape(path))
@@ -120,8 +125,7 @@ def dispatch(
 ) -> Outcome:
     """Answer one request; ``state`` is never mutated, the new state is returned."""
     url = parse_url(request.url)
-    server_netloc = parse_url(world.server).netloc
-    if url.netloc and url.netloc not in (server_netloc, live_netloc):
+    if url.netloc and url.netloc not in (_netloc(world.server), live_netloc):
         raise TransportError("network: ConnectError: All connection attempts failed")
     method = request.method.upper()
     if world.serve_openapi and url.path == "/openapi.json" and method == "GET":

@@ -30,8 +30,13 @@ class HttpRequest:
 
 @dataclass(frozen=True, slots=True)
 class HttpResponse:
-    """A response; ``body`` is parsed JSON or text, ``headers`` lower-cased."""
+    """A response; ``body`` is parsed JSON or text, ``headers`` lower-cased.
+
+    ``text`` is the body as it went over the wire, when the transport has already
+    serialised it (for ``content-length``): consumers reuse it instead of re-encoding.
+    """
 
     status: int
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
+    text: str | None = field(default=None, compare=False)

@@ -29,12 +29,12 @@ def _deep_merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, An
 
 
 def body_text(body: Any) -> str:
-    """The bytes-as-text a client receives for a response body (JSON as ``json.dumps``)."""
+    """The text a client receives for a response body: raw text stays raw, JSON is ``json.dumps``."""
     if body is None:
         return ""
     if isinstance(body, str):
         return body
-    return json.dumps(body, ensure_ascii=False)
+    return json.dumps(body)
 
 
 class WorldSession:
@@ -67,7 +67,8 @@ class WorldSession:
         self.state = outcome.state
         self.requests_served += 1
         response = outcome.response
-        headers = self._transport_headers(response)
+        text = body_text(response.body)
+        headers = self._transport_headers(response, text)
         if outcome.route is not None and outcome.route.deprecated is not None:
             dep = outcome.route.deprecated
             headers["x-deprecated"] = "true"
@@ -78,13 +79,12 @@ class WorldSession:
             if dep.warning:
                 headers["warning"] = dep.warning
         headers.update(response.headers)
-        return HttpResponse(response.status, headers, response.body)
+        return HttpResponse(response.status, headers, response.body, text)
 
-    def _transport_headers(self, response: HttpResponse) -> dict[str, str]:
+    def _transport_headers(self, response: HttpResponse, text: str) -> dict[str, str]:
         now = self._clock + timedelta(seconds=self.requests_served)
-        text = body_text(response.body)
         headers = {"date": now.strftime("%a, %d %b %Y %H:%M:%S GMT"), "server": "uvicorn"}
-        headers["content-length"] = str(len(text.encode()))
+        headers["content-length"] = str(len(text) if text.isascii() else len(text.encode()))
         if response.body is not None and not isinstance(response.body, str):
             headers["content-type"] = "application/json"
         elif text:

@@ -9,6 +9,7 @@ import pytest
 from apiflow.tools import Toolbox, Workspace
 from apiflow.tools.execute import body_preview, server_view
 from apiflow.world.errors import TransportError
+from apiflow.world.http import HttpResponse
 
 from .fakes import FakeWorld
 
@@ -86,10 +87,11 @@ def test_preview_is_cut_at_600_plus_ellipsis_and_read_has_the_full_body(toolbox:
 
 
 def test_body_preview_edges() -> None:
-    assert body_preview(None) == ""
-    assert body_preview("x" * 600) == "x" * 600
-    assert body_preview("x" * 601) == "x" * 600 + "…"
-    assert body_preview({"a": "é"}) == '{"a": "\\u00e9"}'
+    assert body_preview(HttpResponse(200, {}, None)) == ""
+    assert body_preview(HttpResponse(200, {}, "x" * 600)) == "x" * 600
+    assert body_preview(HttpResponse(200, {}, "x" * 601)) == "x" * 600 + "…"
+    assert body_preview(HttpResponse(200, {}, {"a": "é"})) == '{"a": "\\u00e9"}'
+    assert body_preview(HttpResponse(200, {}, {"a": 1}, text="wire")) == "wire"  # the transport's text wins
     assert server_view("") == "/" and server_view("v3/a?b=1") == "/v3/a?b=1"
 
 
