@@ -40,23 +40,33 @@ class _Pending:
     response_ref: str | None
 
 
-def _tool_calls(messages: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
-    """Each tool call with its result message, in result order; unanswered calls last with ``None``.
+def _take(waiting: list[dict[str, Any]], result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Remove and return the waiting call a tool result answers: by id, else by tool name."""
+    call_id, function = result.get("tool_call_id"), result.get("function")
+    for key, wanted in (("id", call_id), ("name", function)):
+        for i, call in enumerate(waiting):
+            if wanted is not None and call.get(key) == wanted:
+                return waiting.pop(i)
+    return None
 
-    Results are paired with the calls of the assistant turn they answer (ids are only
-    unique within a turn for some providers).
+
+def _tool_calls(messages: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each tool call with its result message, in result order; unanswered calls with ``None``.
+
+    Results are paired with the calls of the assistant turn they answer, by id (repeated or
+    missing ids fall back to the tool name, first come first served).
     """
-    waiting: dict[Any, dict[str, Any]] = {}
+    waiting: list[dict[str, Any]] = []
     for message in messages:
         role = message.get("role")
         if role == "assistant":
-            yield from ((call, None) for call in waiting.values())
-            waiting = {c.get("id"): c for c in message.get("tool_calls") or () if isinstance(c, dict)}
+            yield from ((call, None) for call in waiting)
+            waiting = [c for c in message.get("tool_calls") or () if isinstance(c, dict)]
         elif role == "tool":
-            call = waiting.pop(message.get("tool_call_id"), None)
+            call = _take(waiting, message)
             if call is not None:
                 yield call, message
-    yield from ((call, None) for call in waiting.values())
+    yield from ((call, None) for call in waiting)
 
 
 def _result_text(result: Mapping[str, Any]) -> str | None:

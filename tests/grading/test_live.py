@@ -134,3 +134,22 @@ def test_skipping_the_key_response_fails_on_g1(task: Task) -> None:
     flow = next(p for p in task.predicates if isinstance(p, DataFlowSpec))
     g = graded(task, skip_url=flow.from_response_url_pattern)
     assert g.verdict == "I" and g.g1_passed is False
+
+
+def test_live_abstention_is_read_from_the_messages() -> None:
+    task = TASKS[0]
+    session = WorldSession(BANK.worlds[task.world], 7, state_overrides=task.world_state)
+    workspace = Workspace(list(task.seed), session.spec_content(), id_seed=7)
+    result = Toolbox(workspace, session.send).call("report_blocked", {"reason": "no write scope"})
+    messages = [
+        {
+            "role": "assistant",
+            "content": [],
+            "tool_calls": [{"id": "c1", "name": "report_blocked", "arguments": {"reason": "no write scope"}}],
+        },
+        {"role": "tool", "content": result.content, "tool_call_id": "c1", "function": "report_blocked"},
+        {"role": "assistant", "content": [{"type": "text", "text": ""}]},
+    ]
+    g = grade(task.predicates, [], [], evidence_from_workspace(workspace, messages))
+    assert (g.verdict, g.abstained, g.partial_score) == ("I", "report_blocked", 0.0)
+    assert g.failure_reason == "agent abstained (report_blocked): 'no write scope'"

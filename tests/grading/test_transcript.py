@@ -120,3 +120,25 @@ def test_parallel_calls_pair_results_by_id_within_the_turn() -> None:
     ]
     ev = evidence_from_transcript({"messages": messages})
     assert [(e.url, e.status) for e in ev.exchanges] == [("/v3/two", 200), ("/v3/one", 404)]
+
+
+def test_repeated_or_missing_call_ids_fall_back_to_the_tool_name() -> None:
+    ok = '{"response_ref": "request:req-1/response:resp-1", "status": 200, "body_preview": "{}"}'
+    messages = [
+        {
+            "role": "assistant",
+            "content": [],
+            "tool_calls": [
+                {"id": "call_0", "name": "execute", "arguments": {"request": {"url": "/v3/one"}}},
+                {
+                    "id": "call_0",
+                    "name": "write",
+                    "arguments": {"entity_ref": "variable:x", "content": {"value": 1}},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_0", "function": "execute", "content": ok},
+        {"role": "tool", "tool_call_id": None, "function": "write", "content": "variable local:x written"},
+    ]
+    ev = evidence_from_transcript({"messages": messages})
+    assert [e.url for e in ev.exchanges] == ["/v3/one"] and dict(ev.variables) == {("local", "x"): 1}
