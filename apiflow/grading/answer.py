@@ -35,7 +35,7 @@ def message_parts(message: Mapping[str, Any]) -> tuple[str, str]:
         return content, ""
     texts: list[str] = []
     reasoning: list[str] = []
-    for block in content or ():
+    for block in content if isinstance(content, list) else ():
         if not isinstance(block, dict):
             continue
         kind = block.get("type")

@@ -61,7 +61,8 @@ def _tool_calls(messages: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any]
         role = message.get("role")
         if role == "assistant":
             yield from ((call, None) for call in waiting)
-            waiting = [c for c in message.get("tool_calls") or () if isinstance(c, dict)]
+            calls = message.get("tool_calls")
+            waiting = [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
         elif role == "tool":
             call = _take(waiting, message)
             if call is not None:

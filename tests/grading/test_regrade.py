@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -167,3 +169,46 @@ def test_files_that_are_not_trials_are_counted_not_fatal(tmp_path: Path) -> None
     (tmp_path / "other.json").write_text("[1, 2]")
     summary = regrade([tmp_path], workers=1)
     assert (summary.files, summary.errors, summary.determinable) == (2, 2, 0)
+
+
+def _scored() -> list[dict]:
+    return [t for t in (load(p) for p in sorted(FIXTURES.glob("*/*.json"))) if t["verifier"]]
+
+
+def _passed(trial: dict) -> list[bool | None]:
+    verifier = trial["verifier"]
+    evidence = evidence_from_transcript(trial)
+    return [
+        r.passed
+        for r in grade(
+            specs_from_verifier(verifier), [], [], evidence, generation=generation_of(verifier)
+        ).results
+    ]
+
+
+def test_string_encoded_arguments_grade_like_objects() -> None:
+    for trial in _scored():
+        expected = _passed(trial)
+        for message in trial["messages"]:
+            for call in message.get("tool_calls") or ():
+                call["arguments"] = {
+                    k: json.dumps(v) if isinstance(v, dict) else v for k, v in call["arguments"].items()
+                }
+        assert _passed(trial) == expected, trial["task_id"]
+
+
+def test_malformed_and_cut_transcripts_never_raise() -> None:
+    rng = random.Random(7)
+    junk = [None, 5, [], [{"type": "text"}], "x", {"a": 1}]
+    for trial in _scored():
+        for _ in range(5):
+            messages = copy.deepcopy(trial["messages"][: rng.randint(0, len(trial["messages"]))])
+            for message in messages:
+                if rng.random() < 0.05:
+                    message["content"] = rng.choice(junk)
+                if rng.random() < 0.02:
+                    message["tool_calls"] = rng.choice(junk)
+                for call in message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else ():
+                    if isinstance(call, dict) and rng.random() < 0.05:
+                        call["arguments"] = rng.choice([*junk, {"request": 5}, {"target": {"kind": 1}}])
+            _passed({**trial, "messages": messages})
