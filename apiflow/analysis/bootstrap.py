@@ -60,9 +60,12 @@ def interval(samples: np.ndarray, level: float = LEVEL) -> np.ndarray:
     if samples.shape[0] == 0:
         return np.full((2,) + samples.shape[1:], np.nan)
     tail = (1.0 - level) / 2.0
+    levels = [tail, 1.0 - tail]
+    if not np.isnan(samples).any():
+        return np.quantile(samples, levels, axis=0)  # much faster than nanquantile's per-column loop
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: a model absent everywhere
-        return np.nanquantile(samples, [tail, 1.0 - tail], axis=0)
+        return np.nanquantile(samples, levels, axis=0)
 
 
 def ci(samples: np.ndarray, level: float = LEVEL) -> list[float | None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -47,7 +48,7 @@ def _codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
 
 @dataclass
 class Trials:
-    """Column arrays of one analysed trial set (one entry per trial)."""
+    """Column arrays of one analysed trial set (one entry per trial); treat as read-only."""
 
     models: list[str]
     worlds: list[str]
@@ -70,27 +71,27 @@ class Trials:
         """Number of trials."""
         return len(self.model)
 
-    @property
+    @cached_property
     def unscored(self) -> np.ndarray:
         """Trials that say nothing about the model: no verdict, or a harness/provider outcome."""
         return ~np.isin(self.verdict, ("C", "I")) | self.harness
 
-    @property
+    @cached_property
     def scored(self) -> np.ndarray:
         """Trials the verifier graded."""
         return ~self.unscored
 
-    @property
+    @cached_property
     def passed(self) -> np.ndarray:
         """Passes (an unscored trial is never a pass)."""
         return (self.verdict == "C") & self.scored
 
-    @property
+    @cached_property
     def counted(self) -> np.ndarray:
         """Trials in the denominators under the chosen convention."""
         return np.ones(self.n, dtype=bool) if self.count_unscored else self.scored
 
-    @property
+    @cached_property
     def solo(self) -> np.ndarray:
         """Solo-task trials."""
         return ~self.chain
