@@ -102,27 +102,38 @@ def plan_grid(spec: GridSpec, bank: Bank) -> list[PlannedTrial]:
 
 
 def run_order(trials: Iterable[PlannedTrial], seed: int) -> list[PlannedTrial]:
-    """Epoch-major; within an epoch a seeded shuffle per world, worlds interleaved round-robin.
+    """Epoch-major; within an epoch, worlds interleaved and, inside each world, models round-robin.
 
-    Any prefix of this order covers every model and world about evenly, so a sweep cut short
-    (budget, interruption) is a fair sample rather than "the first worlds of the first model".
+    Each (epoch, world, model) queue is shuffled with a seed of its own; models alternate
+    within a world and worlds are spread evenly over the epoch. Any prefix of this order covers
+    every model and world about evenly, so a sweep cut short (budget, interruption) is a fair
+    sample rather than "the first worlds of the first model".
     """
-    by_epoch: dict[int, dict[str, list[PlannedTrial]]] = {}
+    groups: dict[tuple[int, str], dict[int, list[PlannedTrial]]] = {}
     for trial in trials:
-        by_epoch.setdefault(trial.epoch, {}).setdefault(trial.world, []).append(trial)
+        groups.setdefault((trial.epoch, trial.world), {}).setdefault(trial.model_index, []).append(trial)
     ordered: list[PlannedTrial] = []
-    for epoch in sorted(by_epoch):
-        worlds = by_epoch[epoch]
-        queues = []
-        for world in sorted(worlds):
-            queue = sorted(worlds[world], key=lambda t: t.trial_id)
-            random.Random(f"{seed}:{epoch}:{world}").shuffle(queue)
-            queues.append(queue)
-        # Spread each world evenly over the epoch (a world with half the trials appears every other slot).
-        keyed = [((i + 0.5) / len(q), w, t) for w, q in enumerate(queues) for i, t in enumerate(q)]
-        keyed.sort(key=lambda item: (item[0], item[1]))
-        ordered.extend(t for _, _, t in keyed)
+    for epoch in sorted({e for e, _ in groups}):
+        world_queues = []
+        for (e, world), by_model in sorted(groups.items()):
+            if e != epoch:
+                continue
+            queues = []
+            for model_index in sorted(by_model):
+                queue = sorted(by_model[model_index], key=lambda t: t.trial_id)
+                random.Random(f"{seed}:{epoch}:{world}:{model_index}").shuffle(queue)
+                queues.append(queue)
+            random.Random(f"{seed}:{epoch}:{world}").shuffle(queues)
+            world_queues.append(_spread(queues))
+        ordered.extend(_spread(world_queues))
     return ordered
+
+
+def _spread(queues: list[list[PlannedTrial]]) -> list[PlannedTrial]:
+    """Merge queues so each is spread evenly (a queue half as long appears every other slot)."""
+    keyed = [((i + 0.5) / len(q), n, t) for n, q in enumerate(queues) for i, t in enumerate(q)]
+    keyed.sort(key=lambda item: (item[0], item[1]))
+    return [t for _, _, t in keyed]
 
 
 def remaining(plan: list[PlannedTrial], done: set[str]) -> list[PlannedTrial]:

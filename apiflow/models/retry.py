@@ -43,7 +43,7 @@ class RetryPolicy:
         max_attempts: Attempts per call, the first included.
         max_elapsed_s: Give up once this much time has passed since the first attempt.
         base_s: Full-jitter window of the first retry (doubles each retry).
-        max_wait_s: Longest single wait (a longer ``Retry-After`` is still honoured up to this).
+        max_wait_s: Widest jitter window; a longer ``Retry-After`` is still honoured (up to ``max_elapsed_s``).
     """
 
     max_attempts: int = 8
@@ -117,7 +117,7 @@ def retry_after_s(exc: BaseException, now: float | None = None) -> float | None:
 
 
 class wait_retry_after_or_jitter(wait_base):  # noqa: N801 - tenacity's naming
-    """``max(Retry-After, full jitter)`` capped at ``max_wait_s``."""
+    """``max(Retry-After, full jitter)``; the jitter window is capped at ``max_wait_s``."""
 
     def __init__(self, policy: RetryPolicy, rng: random.Random | None = None) -> None:
         self.policy = policy
@@ -128,7 +128,8 @@ class wait_retry_after_or_jitter(wait_base):  # noqa: N801 - tenacity's naming
         jitter = self.rng.uniform(0.0, window)
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         asked = retry_after_s(exc) if exc is not None else None
-        return min(self.policy.max_wait_s, max(jitter, asked or 0.0))
+        # The provider's Retry-After is a floor, not subject to the jitter cap (only to the overall time cap).
+        return max(jitter, min(asked or 0.0, self.policy.max_elapsed_s))
 
 
 RetryHook = Callable[[Callable[[], Awaitable[Any]], list[dict[str, Any]]], Awaitable[Any]]

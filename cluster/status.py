@@ -1,0 +1,67 @@
+"""``grid status OUT``: done / remaining / failed by model, and spend, read from the store alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow.compute as pc
+
+from apiflow.errors import UsageError
+from apiflow.results.store import ResultStore
+from cluster.plan import plan_grid
+from cluster.spec import GridSpec
+from cluster.worker import load_checked_bank
+
+
+def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list[str]:
+    """Lines describing the grid stored at ``out``.
+
+    The plan is rebuilt from the manifest's grid spec (so "remaining" is exact); when the bank
+    is not reachable from here, the manifest's planned count is used instead.
+    """
+    store = ResultStore(out, storage_options)
+    manifest = store.read_manifest()
+    if manifest is None:
+        raise UsageError(f"{out} holds no grid (no manifest.json)")
+    spec = GridSpec.model_validate(manifest["grid"])
+    rows = store.read_rows()
+    done = set(rows.column("trial_id").to_pylist())
+    failed = store.failed_ids()
+    try:
+        plan = plan_grid(spec, load_checked_bank(spec))
+    except UsageError:
+        plan = None
+    lines = [
+        f"grid {spec.name} ({manifest['grid_id'][:12]}) at {out}",
+        f"  bank {manifest['bank']['name']} {manifest['bank']['hash'][:12]}; prices {manifest['price_table']['version']}"
+        f" {manifest['price_table']['hash'][:12]}; git {str(manifest['git'].get('commit'))[:10]}"
+        f"{' (dirty)' if manifest['git'].get('dirty') else ''}",
+    ]
+    spent = pc.sum(rows.column("cost_usd")).as_py() or 0.0
+    planned_total = len(plan) if plan is not None else manifest["planned_trials"]
+    lines.append(
+        f"  done {len(done)} / {planned_total}; remaining {planned_total - len(done)}; "
+        f"failed (harness/provider, will retry) {len(failed)}; spend ${spent:.4f}"
+    )
+    by_model: dict[str, dict[str, int]] = {
+        m.slug: {"planned": 0, "done": 0, "failed": 0, "passed": 0} for m in spec.models
+    }
+    if plan is not None:
+        for trial in plan:
+            slug = spec.models[trial.model_index].slug
+            by_model[slug]["planned"] += 1
+            by_model[slug]["done"] += trial.trial_id in done
+            by_model[slug]["failed"] += trial.trial_id in failed
+    for row in rows.select(["model", "passed"]).to_pylist():
+        if row["model"] in by_model:
+            by_model[row["model"]]["passed"] += bool(row["passed"])
+    width = max(len(s) for s in by_model)
+    lines.append(f"  {'model':<{width}}  planned   done  remaining  failed  pass rate")
+    for slug, c in by_model.items():
+        rate = f"{c['passed'] / c['done']:.1%}" if c["done"] else "-"
+        planned = c["planned"] if plan is not None else "?"
+        left = c["planned"] - c["done"] if plan is not None else "?"
+        lines.append(
+            f"  {slug:<{width}}  {planned:>7}  {c['done']:>5}  {left:>9}  {c['failed']:>6}  {rate:>9}"
+        )
+    return lines

@@ -1,0 +1,152 @@
+"""Pure parts of the grid runner: spec, planning and order, rate-limit buckets, the budget ledger."""
+
+from pathlib import Path
+
+import pytest
+
+from apiflow.agent import run_trial_sync, trial_seed
+from apiflow.bank import DEFAULT_BANK, load_bank
+from apiflow.errors import UsageError
+from apiflow.models import OFFLINE_MODELS, make_model
+from cluster.budget import Ledger, worst_case_usd
+from cluster.plan import plan_grid, remaining, run_order, trial_limits
+from cluster.ratelimit import RateGate
+from cluster.spec import GridSpec, load_grid
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return load_bank(DEFAULT_BANK)
+
+
+def spec_of(**changes):
+    data = {"models": [{"model": m} for m in OFFLINE_MODELS], "epochs": 2}
+    data.update(changes)
+    return GridSpec.model_validate(data)
+
+
+def test_shipped_grids_load():
+    demo = load_grid(ROOT / "configs/grids/demo.yaml")
+    assert all(m.offline for m in demo.models) and len(demo.models) >= 5
+    board = load_grid(ROOT / "configs/grids/leaderboard.yaml")
+    assert len(board.models) == 19 and board.epochs == 5
+    assert {m.provider for m in board.models} <= set(board.ratelimits)
+
+
+def test_bad_grid_is_one_usage_error(tmp_path):
+    bad = tmp_path / "g.yaml"
+    bad.write_text("models: [{model: apiflow/sim:nope}]\n")
+    with pytest.raises(UsageError, match="models"):
+        load_grid(bad)
+    bad.write_text("models: [{model: apiflow/oracle}, {model: apiflow/oracle}]\n")
+    with pytest.raises(UsageError, match="unique"):
+        load_grid(bad)
+
+
+def test_trial_ids_are_deterministic_unique_and_follow_the_inputs(bank):
+    plan = plan_grid(spec_of(), bank)
+    assert len(plan) == len(OFFLINE_MODELS) * len(bank.tasks) * 2
+    assert len({t.trial_id for t in plan}) == len(plan)
+    assert [t.trial_id for t in plan_grid(spec_of(), bank)] == [t.trial_id for t in plan]
+    reseeded = {t.trial_id for t in plan_grid(spec_of(seed=1), bank)}
+    assert not reseeded & {t.trial_id for t in plan}
+    hotter = spec_of(models=[{"model": "apiflow/oracle", "temperature": 0.0}])
+    assert not {t.trial_id for t in plan_grid(hotter, bank)} & {t.trial_id for t in plan}
+    # Output URL, budget and concurrency do not change what a trial is.
+    moved = spec_of(out="s3://elsewhere/x", budget_usd=5.0, concurrency={"actors": 7})
+    assert [t.trial_id for t in plan_grid(moved, bank)] == [t.trial_id for t in plan]
+
+
+def test_planned_id_equals_the_id_the_agent_records(bank):
+    spec = spec_of(models=[{"model": "apiflow/sim:strong"}], epochs=1)
+    planned = plan_grid(spec, bank)[0]
+    task = bank.task(planned.task_id)
+    record = run_trial_sync(
+        task, bank.world_of(task), make_model("apiflow/sim:strong", task, trial_seed(planned.seed, task.id, 1)),
+        seed=planned.seed, epoch=1, bank_name=bank.name, bank_hash=bank.hash, run_id="r",
+        limits=trial_limits(spec), model_slug=spec.models[0].slug,
+    )  # fmt: skip
+    assert record.apiflow.trial_id == planned.trial_id
+
+
+def test_order_is_epoch_major_and_any_prefix_is_balanced(bank):
+    plan = plan_grid(spec_of(), bank)
+    epochs = [t.epoch for t in plan]
+    assert epochs == sorted(epochs)
+    first_epoch = [t for t in plan if t.epoch == 1]
+    prefix = first_epoch[: len(first_epoch) // 3]
+    per_model = [sum(t.model_index == i for t in prefix) for i in range(len(OFFLINE_MODELS))]
+    assert min(per_model) >= 0.4 * len(prefix) / len(OFFLINE_MODELS)  # no model starved by a cut
+    assert run_order(list(reversed(plan)), 0) == plan  # order depends on content, not input order
+    done = {t.trial_id for t in plan[:10]}
+    assert remaining(plan, done) == plan[10:]
+
+
+def test_worlds_are_interleaved():
+    from cluster.plan import PlannedTrial
+
+    trials = [PlannedTrial(f"{w}{i}", 0, f"x-{w}-sub01", w, 1, 0) for w in ("w01", "w02") for i in range(6)]
+    trials += [PlannedTrial(f"w03{i}", 0, "x-w03-sub01", "w03", 1, 0) for i in range(3)]
+    worlds = [t.world for t in run_order(trials, 0)]
+    assert worlds[:3] != ["w01"] * 3 and set(worlds[:5]) == {"w01", "w02", "w03"}
+
+
+def test_task_count_cycles_the_bank_with_new_seeds(bank):
+    plan = plan_grid(spec_of(models=[{"model": "apiflow/oracle"}], epochs=1, tasks={"count": 30}), bank)
+    assert len(plan) == 30 and len({t.trial_id for t in plan}) == 30
+    assert len({t.seed for t in plan}) == 3  # 13 tasks: cycles 0, 1, 2
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_rate_gate_keeps_to_rpm_and_tpm():
+    clock = Clock()
+    gate = RateGate(rpm=60, tpm=6000, burst_s=1.0, clock=clock)
+    sent = 0
+    while clock.now < 160.0:  # one simulated minute of a greedy sender
+        wait = gate.delay(50)
+        if wait > 0:
+            clock.now += wait
+            continue
+        gate.take(50)
+        sent += 1
+    assert 59 <= sent <= 61
+    clock.now = 0.0
+    gate = RateGate(rpm=6000, tpm=600, clock=clock)
+    assert gate.delay(10) == 0 and (gate.take(10) or gate.delay(10) > 0)  # the token bucket binds
+
+
+def test_rate_gate_pauses_everyone_on_429():
+    clock = Clock()
+    gate = RateGate(rpm=600, clock=clock)
+    gate.pause(retry_after_s=5.0)
+    assert gate.delay(0) == pytest.approx(5.0)
+    clock.now += 5.0
+    assert gate.delay(0) < 0.2
+    assert gate.stats["rate_limited"] == 1
+
+
+def test_ledger_never_reserves_past_the_cap_and_closes_admission():
+    ledger = Ledger(cap_usd=1.0)
+    tickets = [ledger.reserve(0.3) for _ in range(4)]
+    assert tickets[3] is None and all(tickets[:3])
+    assert ledger.admit(0.3) is False  # a refusal closes admission for good
+    for ticket in tickets[:3]:
+        ledger.settle(ticket, 0.1)
+    assert ledger.summary()["spent_usd"] == pytest.approx(0.3) and ledger.summary()["reserved_usd"] == 0
+    assert Ledger(1.0).admit(0.5) and not Ledger(1.0).admit(1.5)
+
+
+def test_worst_case_prices_all_output_at_the_dearest_kind():
+    from apiflow.results.prices import Prices
+
+    prices = Prices(input=1.0, output=2.0, cache_read=0.1, cache_write=1.25, reasoning=4.0)
+    assert worst_case_usd(1_000_000, 500_000, prices) == pytest.approx(1.0 + 2.0)
