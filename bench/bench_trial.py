@@ -1,0 +1,223 @@
+"""Per-trial harness cost of an offline oracle trial on the sample bank (no model latency).
+
+One command: ``.venv/bin/python bench/bench_trial.py [--trials N] [--profile]``.
+
+Measures, in one process and one run:
+  * floor     - a bare asyncio ReAct loop over the same scripted turns, tools answered from a dict:
+                the pure-Python cost of awaiting the model and growing the message list, nothing else;
+  * tools     - world + workspace + toolbox set up, then the trial's recorded tool calls replayed
+                (no model, no loop, no record): the share of the world and tool engines;
+  * ungraded  - ``run_trial`` with grading switched off: world + workspace + tools + loop + record;
+  * trial     - ``run_trial`` as the CLI and grid run it (graded);
+  * sync      - ``run_trial_sync`` (adds one ``asyncio.run`` event loop per trial).
+Reports CPU (process_time) and wall (perf_counter) per trial and per tool call, and ratios to the
+floor. Target: <= 2 ms per ~13-model-call trial. The median of 5 rounds is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+from unittest import mock
+
+from apiflow.agent import run_trial, run_trial_sync, trial_seed
+from apiflow.agent import trial as trial_module
+from apiflow.bank import DEFAULT_BANK, Bank, load_bank
+from apiflow.bank.task import Task
+from apiflow.models import make_model
+from apiflow.models.base import ModelOutput, ToolCall, Usage
+from apiflow.models.offline import golden_turns
+
+TARGET_MS = 2.0
+ROUNDS = 5
+
+
+def pick_task(bank: Bank, model_calls: int = 13) -> Task:
+    """The task whose oracle trial makes the number of model calls closest to ``model_calls``."""
+    return min(bank.tasks.values(), key=lambda t: (abs(len(golden_turns(t)) - model_calls), t.id))
+
+
+def _kwargs(bank: Bank, task: Task, epoch: int) -> dict[str, Any]:
+    return dict(
+        seed=0,
+        epoch=epoch,
+        bank_name=bank.name,
+        bank_hash=bank.hash,
+        run_id="bench",
+        model_slug="apiflow-oracle",
+    )
+
+
+async def _floor_trial(outputs: list[ModelOutput], results: dict[str, str]) -> int:
+    """The irreducible loop: await a model, append its turn, append one result per call."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    calls = 0
+
+    async def generate(i: int) -> ModelOutput:
+        return outputs[i]
+
+    for i in range(len(outputs)):
+        out = await generate(i)
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": out.text}],
+                "tool_calls": [
+                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in out.tool_calls
+                ],
+            }
+        )
+        for call in out.tool_calls:
+            messages.append(
+                {
+                    "role": "tool",
+                    "content": results[call.name],
+                    "tool_call_id": call.id,
+                    "function": call.name,
+                }
+            )
+            calls += 1
+    return calls
+
+
+def _floor_inputs(task: Task) -> tuple[list[ModelOutput], dict[str, str]]:
+    outputs = []
+    for i, turn in enumerate(golden_turns(task)):
+        calls = tuple(ToolCall(f"c{i}-{j}", p.call.name, p.call.arguments) for j, p in enumerate(turn.calls))
+        outputs.append(ModelOutput(text=turn.text, tool_calls=calls, usage=Usage(100, 10, 1000)))
+    results = {name: '{"status": 200}' for name in ("read", "write", "edit", "search", "execute")}
+    return outputs, results
+
+
+def _tools_batch(bank: Bank, task: Task, recorded: list[tuple[str, Any]]) -> Callable[[int], None]:
+    """Set up a fresh world + workspace + toolbox per trial and replay the recorded calls."""
+    world = bank.world_of(task)
+
+    def batch(n: int) -> None:
+        for _ in range(n):
+            trial = trial_module._Trial(task, world, 0, 1)  # same seed as the recording: same refs
+            trial.setup()
+            for name, arguments in recorded:
+                trial.toolbox.call(name, arguments)
+
+    return batch
+
+
+def _time(n: int, batch: Callable[[int], None]) -> tuple[float, float]:
+    """(cpu_s, wall_s) of ``batch(n)``: the median over ROUNDS rounds."""
+    cpu, wall = [], []
+    for _ in range(ROUNDS):
+        c0, w0 = time.process_time(), time.perf_counter()
+        batch(n)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return statistics.median(cpu), statistics.median(wall)
+
+
+def _async_batch(make: Callable[[int], Awaitable[Any]]) -> Callable[[int], None]:
+    def batch(n: int) -> None:
+        async def go() -> None:
+            for i in range(n):
+                await make(i)
+
+        asyncio.run(go())
+
+    return batch
+
+
+def measure(
+    bank: Bank, task: Task, n: int, recorded: list[tuple[str, Any]]
+) -> dict[str, tuple[float, float]]:
+    """Timings of each variant for ``n`` trials."""
+    world = bank.world_of(task)
+
+    def oracle(i: int) -> Any:
+        return make_model("apiflow/oracle", task, trial_seed(0, task.id, i + 1))
+
+    outputs, results = _floor_inputs(task)
+    variants: dict[str, Callable[[int], None]] = {
+        "floor": _async_batch(lambda i: _floor_trial(outputs, results)),
+        "tools": _tools_batch(bank, task, recorded),
+        "ungraded": _async_batch(lambda i: run_trial(task, world, oracle(i), **_kwargs(bank, task, i + 1))),
+        "trial": _async_batch(lambda i: run_trial(task, world, oracle(i), **_kwargs(bank, task, i + 1))),
+        "sync": lambda n: [
+            run_trial_sync(task, world, oracle(i), **_kwargs(bank, task, i + 1)) for i in range(n)
+        ],
+    }
+    timings = {}
+    for name, batch in variants.items():
+        batch(min(n, 20))  # warm caches and imports
+        if name == "ungraded":
+            with mock.patch.object(trial_module, "_grader", return_value=None):
+                timings[name] = _time(n, batch)
+        else:
+            timings[name] = _time(n, batch)
+    return timings
+
+
+def report(
+    task: Task, tool_calls: int, model_calls: int, n: int, timings: dict[str, tuple[float, float]]
+) -> bool:
+    print(
+        f"task {task.id}: {model_calls} model calls, {tool_calls} tool calls per trial; "
+        f"{n} trials x {ROUNDS} rounds (median round); python {sys.version.split()[0]}"
+    )
+    floor_cpu = timings["floor"][0] / n
+    print(
+        f"{'variant':10s} {'cpu ms/trial':>13s} {'wall ms/trial':>14s} {'cpu us/tool call':>17s} {'x floor':>8s}"
+    )
+    for name, (cpu, wall) in timings.items():
+        per = cpu / n
+        print(
+            f"{name:10s} {per * 1e3:13.3f} {wall / n * 1e3:14.3f} {per / tool_calls * 1e6:17.1f} "
+            f"{per / floor_cpu:8.1f}"
+        )
+    graded = timings["trial"][0] / n * 1e3
+    ok = graded <= TARGET_MS
+    print(f"graded trial: {graded:.3f} ms CPU vs target {TARGET_MS} ms -> {'OK' if ok else 'OVER TARGET'}")
+    return ok
+
+
+def profile(bank: Bank, task: Task, n: int) -> None:
+    """cProfile of ``n`` graded trials in one event loop, top 25 by own time."""
+    world = bank.world_of(task)
+
+    async def go() -> None:
+        for i in range(n):
+            model = make_model("apiflow/oracle", task, trial_seed(0, task.id, i + 1))
+            await run_trial(task, world, model, **_kwargs(bank, task, i + 1))
+
+    prof = cProfile.Profile()
+    prof.runcall(asyncio.run, go())
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=200, help="trials per round (default 200)")
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of the graded trial")
+    args = parser.parse_args()
+    bank = load_bank(DEFAULT_BANK)
+    task = pick_task(bank)
+    check = run_trial_sync(
+        task, bank.world_of(task), make_model("apiflow/oracle", task, 0), **_kwargs(bank, task, 1)
+    )
+    assert check.passed, f"oracle must pass {task.id}: {check.failure_reason}"
+    if args.profile:
+        profile(bank, task, args.trials)
+        return 0
+    recorded = [(c["name"], c["arguments"]) for m in check.messages for c in m.get("tool_calls", ())]
+    timings = measure(bank, task, args.trials, recorded)
+    report(task, check.apiflow.tool_calls, check.apiflow.model_calls, args.trials, timings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
