@@ -141,15 +141,17 @@ def measure(
     def oracle(i: int) -> Any:
         return make_model("apiflow/oracle", task, trial_seed(0, task.id, i + 1))
 
+    def sync_batch(n: int) -> None:
+        for i in range(n):
+            run_trial_sync(task, world, oracle(i), **_kwargs(bank, task, i + 1))
+
     outputs, results = _floor_inputs(task)
     variants: dict[str, Callable[[int], None]] = {
         "floor": _async_batch(lambda i: _floor_trial(outputs, results)),
         "tools": _tools_batch(bank, task, recorded),
         "ungraded": _async_batch(lambda i: run_trial(task, world, oracle(i), **_kwargs(bank, task, i + 1))),
         "trial": _async_batch(lambda i: run_trial(task, world, oracle(i), **_kwargs(bank, task, i + 1))),
-        "sync": lambda n: [
-            run_trial_sync(task, world, oracle(i), **_kwargs(bank, task, i + 1)) for i in range(n)
-        ],
+        "sync": sync_batch,
     }
     timings = {}
     for name, batch in variants.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from apiflow.agent.ids import run_id_for, trial_seed
 from apiflow.agent.loop import TrialLimits
 from apiflow.agent.prompts import user_message
-from apiflow.agent.trial import run_trial_sync
+from apiflow.agent.trial import run_trial
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
@@ -156,24 +157,30 @@ def _run(args: argparse.Namespace) -> int:
         configure_litellm()
     limits = TrialLimits(max_messages=args.max_messages, max_seconds=args.max_seconds)
     run_id = run_id_for(bank.hash, slug, [t.id for t in tasks], args.epochs, args.seed)
-    harness_outcomes = 0
-    for epoch in range(1, args.epochs + 1):
-        for task in tasks:
-            model = make_model(args.model, task, trial_seed(args.seed, task.id, epoch), params)
-            record = run_trial_sync(
-                task,
-                bank.world_of(task),
-                model,
-                seed=args.seed,
-                epoch=epoch,
-                bank_name=bank.name,
-                bank_hash=bank.hash,
-                run_id=run_id,
-                limits=limits,
-                model_slug=slug,
-            )
-            print(_summary(record, _write(record, out)), flush=True)
-            harness_outcomes += record.is_harness_outcome
+
+    async def run_all() -> int:
+        # One event loop for the whole run: a fresh loop per trial would cost more than the trial.
+        harness_outcomes = 0
+        for epoch in range(1, args.epochs + 1):
+            for task in tasks:
+                model = make_model(args.model, task, trial_seed(args.seed, task.id, epoch), params)
+                record = await run_trial(
+                    task,
+                    bank.world_of(task),
+                    model,
+                    seed=args.seed,
+                    epoch=epoch,
+                    bank_name=bank.name,
+                    bank_hash=bank.hash,
+                    run_id=run_id,
+                    limits=limits,
+                    model_slug=slug,
+                )
+                print(_summary(record, _write(record, out)), flush=True)
+                harness_outcomes += record.is_harness_outcome
+        return harness_outcomes
+
+    harness_outcomes = asyncio.run(run_all())
     if harness_outcomes:
         print(f"{harness_outcomes} trial(s) ended as provider/harness errors (unscored, not model failures)")
         return 1

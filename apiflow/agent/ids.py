@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ def trial_seed(seed: int, task_id: str, epoch: int) -> int:
     return derived_seed("model", seed, task_id, epoch)
 
 
+@functools.cache
 def agent_version(limits: TrialLimits) -> str:
     """Package version + hash of the prompts and limits: the agent configuration of a trial."""
     limits_key = [limits.max_messages, limits.max_tool_calls, limits.max_tokens, limits.max_seconds]

@@ -133,16 +133,6 @@ class _Loop:
     def _over_time(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
-    async def _generate(self) -> ModelOutput | None:
-        """One model call under the remaining wall-time budget; None when the budget ran out."""
-        if self.deadline is None:
-            return await self.model.generate(self.messages, self.schemas, self.config)
-        try:
-            async with asyncio.timeout(self.deadline - time.monotonic()):
-                return await self.model.generate(self.messages, self.schemas, self.config)
-        except TimeoutError:
-            return None
-
     def _account(self, output: ModelOutput) -> None:
         out = self.out
         out.model_calls += 1
@@ -183,10 +173,7 @@ class _Loop:
             if self._over_messages():
                 self._stop_limit("messages")
                 break
-            output = await self._generate()
-            if output is None:
-                self._stop_limit("time")
-                break
+            output = await self.model.generate(self.messages, self.schemas, self.config)
             self._account(output)
             self.messages.append(assistant_message(output))
             if not output.tool_calls:
@@ -225,9 +212,20 @@ async def run_loop(
         from the model client or the tools as ``harness_error`` (named in ``harness_error``), so a
         harness fault can never pass for a model failure.
     """
-    loop = _Loop(model, tools, schemas, messages, limits or TrialLimits(), config or GenerateConfig())
+    limits = limits or TrialLimits()
+    loop = _Loop(model, tools, schemas, messages, limits, config or GenerateConfig())
+    # One timer for the whole trial (not one per model call): it can only fire while the loop
+    # awaits the model, since tools run synchronously, so a cut never splits a tool call.
+    budget = asyncio.timeout(limits.max_seconds)
     try:
-        return await loop.run()
+        async with budget:
+            return await loop.run()
+    except TimeoutError as exc:
+        if budget.expired():
+            loop.out.termination, loop.out.limit = Termination.LIMIT, "time"
+        else:  # raised by the client itself, not our budget: a harness fault
+            loop.out.termination = Termination.HARNESS_ERROR
+            loop.out.harness_error = harness_error_text(exc)
     except ProviderError as exc:
         loop.out.termination = Termination.PROVIDER_ERROR
         loop.out.retries.extend(exc.retries)

@@ -50,15 +50,30 @@ class Turn:
 
 def resolve_refs(value: Any, refs: dict[int, str]) -> Any:
     """Replace ``{{ref:N}}`` in every string inside ``value`` by the N-th execute's response ref."""
+    return _resolve_sized(value, refs)[0]
+
+
+def _resolve_sized(value: Any, refs: dict[int, str]) -> tuple[Any, int]:
+    """``resolve_refs`` plus the value's approximate JSON length, in one walk (the hot path of
+    offline models: a ``json.dumps`` per call just to count characters costs more than this)."""
     if isinstance(value, str):
-        if "{{ref:" not in value:
-            return value
-        return _REF_RE.sub(lambda m: refs.get(int(m.group(1)), MISSING_REF), value)
+        if "{{ref:" in value:
+            value = _REF_RE.sub(lambda m: refs.get(int(m.group(1)), MISSING_REF), value)
+        return value, len(value) + 2
     if isinstance(value, dict):
-        return {k: resolve_refs(v, refs) for k, v in value.items()}
+        out, size = {}, 2
+        for key, item in value.items():
+            out[key], item_size = _resolve_sized(item, refs)
+            size += len(key) + item_size + 4
+        return out, size
     if isinstance(value, list):
-        return [resolve_refs(v, refs) for v in value]
-    return value
+        items, size = [], 2
+        for item in value:
+            resolved, item_size = _resolve_sized(item, refs)
+            items.append(resolved)
+            size += item_size + 2
+        return items, size
+    return value, 5
 
 
 def card_text(card: dict[str, Any], preamble: str = "Done: the work is complete.") -> str:
@@ -82,30 +97,42 @@ def golden_turns(task: Task) -> list[Turn]:
     return turns
 
 
-def _message_chars(message: dict[str, Any]) -> int:
-    content = message.get("content")
-    size = len(content) if isinstance(content, str) else sum(len(str(b)) for b in content or ())
-    for call in message.get("tool_calls") or ():
-        args = call["arguments"]
-        size += len(call["name"]) + (len(args) if isinstance(args, str) else len(json.dumps(args)))
-    return size + 8
+_RESPONSE_REF_RE = re.compile(r'^\{"response_ref": "([^"]+)"')
+_tools_chars: dict[int, tuple[list[dict[str, Any]], int]] = {}
+"""Memo of the schema list's JSON size by identity (the list object is kept, so the id stays valid)."""
+
+
+def _schema_chars(tools: list[dict[str, Any]]) -> int:
+    hit = _tools_chars.get(id(tools))
+    if hit is None or hit[0] is not tools:
+        hit = _tools_chars[id(tools)] = (tools, len(json.dumps(tools)))
+    return hit[1]
 
 
 @dataclass(slots=True)
 class _TokenMeter:
-    """Plausible usage from message sizes: the already-seen prefix counts as a cache read."""
+    """Plausible usage from message sizes: the already-seen prefix counts as a cache read.
+
+    New input per call = the messages added since the previous call; their sizes are the
+    strings the harness added (system, user, tool results) plus our own previous output.
+    """
 
     seen_messages: int = 0
     seen_tokens: int = 0
-    tools_tokens: int | None = None
+    last_output_chars: int = 0
 
     def usage(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], output_chars: int) -> Usage:
-        if self.tools_tokens is None:
-            self.tools_tokens = len(json.dumps(tools)) // _CHARS_PER_TOKEN
-        new_chars = sum(_message_chars(m) for m in messages[self.seen_messages :])
-        new_tokens = new_chars // _CHARS_PER_TOKEN + (self.tools_tokens if self.seen_messages == 0 else 0)
+        new_chars = 0 if self.seen_messages else _schema_chars(tools)
+        for message in messages[self.seen_messages :]:
+            content = message["content"]
+            if message["role"] == "assistant":
+                new_chars += self.last_output_chars
+            elif isinstance(content, str):
+                new_chars += len(content) + 8
+        new_tokens = new_chars // _CHARS_PER_TOKEN
         cached = self.seen_tokens
         self.seen_messages, self.seen_tokens = len(messages), cached + new_tokens
+        self.last_output_chars = output_chars
         return Usage(input=new_tokens, output=max(1, output_chars // _CHARS_PER_TOKEN), cache_read=cached)
 
 
@@ -128,27 +155,27 @@ class ScriptedModel:
 
     def _collect_refs(self, messages: list[dict[str, Any]]) -> None:
         """Read the response refs of executes answered since the last turn."""
-        for message in messages[self._scan_from :]:
-            if message["role"] != "tool" or message.get("tool_call_id") not in self._pending:
-                continue
-            index = self._pending.pop(message["tool_call_id"])
-            try:
-                ref = json.loads(message["content"]).get("response_ref")
-            except (ValueError, AttributeError):
-                ref = None
-            if isinstance(ref, str):
-                self._refs[index] = ref
+        if self._pending:
+            for message in messages[self._scan_from :]:
+                index = self._pending.pop(message.get("tool_call_id", ""), None)
+                if index is None:
+                    continue
+                # execute results start with the ref: a regex is enough, no need to parse the body.
+                match = _RESPONSE_REF_RE.match(message["content"])
+                if match:
+                    self._refs[index] = match.group(1)
         self._scan_from = len(messages)
 
-    def _tool_call(self, turn_no: int, i: int, planned: PlannedCall) -> ToolCall:
+    def _tool_call(self, turn_no: int, i: int, planned: PlannedCall) -> tuple[ToolCall, int]:
         call_id = f"call-{turn_no:03d}-{i}"
-        arguments: dict[str, Any] | str = resolve_refs(planned.call.arguments, self._refs)
+        arguments: dict[str, Any] | str
+        arguments, size = _resolve_sized(planned.call.arguments, self._refs)
         if planned.malformed:
             # Broken JSON, as a model that loses track of its quoting emits it.
             arguments = json.dumps(arguments)[:-1]
         elif planned.ref_index is not None:
             self._pending[call_id] = planned.ref_index
-        return ToolCall(call_id, planned.call.name, arguments)
+        return ToolCall(call_id, planned.call.name, arguments), size + len(planned.call.name)
 
     async def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
@@ -157,13 +184,18 @@ class ScriptedModel:
         self._collect_refs(messages)
         turn_no = self._turn
         self._turn += 1
-        turn = self.turns[turn_no] if turn_no < len(self.turns) else Turn()
-        calls = tuple(self._tool_call(turn_no, i, p) for i, p in enumerate(turn.calls))
-        out_chars = len(turn.text) + sum(
-            len(c.arguments) if isinstance(c.arguments, str) else len(json.dumps(c.arguments)) for c in calls
-        )
+        turn = self.turns[turn_no] if turn_no < len(self.turns) else _EMPTY_TURN
+        out_chars = len(turn.text)
+        calls = []
+        for i, planned in enumerate(turn.calls):
+            call, size = self._tool_call(turn_no, i, planned)
+            calls.append(call)
+            out_chars += size
         usage = self._meter.usage(messages, tools, out_chars)
-        return ModelOutput(text=turn.text, tool_calls=calls, usage=usage)
+        return ModelOutput(text=turn.text, tool_calls=tuple(calls), usage=usage)
+
+
+_EMPTY_TURN = Turn()
 
 
 def oracle_model(task: Task) -> ScriptedModel:

@@ -89,3 +89,29 @@ def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[
     blocker.write_text("x")
     assert main(["run", "--model", "apiflow/oracle", "--task", "all", "--out", str(blocker)]) == 2
     assert "cannot create output folder" in capsys.readouterr().err
+
+
+def test_provider_failure_is_reported_apart_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "run",
+        "--model",
+        "openai/stand-in",
+        "--task",
+        "sample-w01-sub01",
+        "--out",
+        str(tmp_path),
+        "--param",
+        "api_base=http://127.0.0.1:9/v1",
+        "--param",
+        "api_key=local",
+        "--param",
+        "timeout=5",
+    ]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert " -  provider_error " in out and "not model failures" in out
+    record = json.loads((tmp_path / "stand-in" / "sample-w01-sub01-t1.json").read_text())
+    assert (record["verdict"], record["passed"], record["verifier"]) == ("", None, None)
+    assert record["apiflow"]["termination"] == "provider_error"

@@ -136,3 +136,17 @@ def test_limit_is_recorded_and_graded(bank: Bank) -> None:
         3,
     )
     assert record.verdict == "I"
+
+
+def test_sim_profiles_rank_on_the_sample_bank(bank: Bank) -> None:
+    def pass_rate(profile: str) -> float:
+        records = [
+            _trial(bank, task_id, f"apiflow/sim:{profile}", epoch=e)
+            for task_id in bank.tasks
+            for e in (1, 2, 3)
+        ]
+        assert all(not r.is_harness_outcome for r in records)
+        return sum(bool(r.passed) for r in records) / len(records)
+
+    ace, weak = pass_rate("ace"), pass_rate("weak")
+    assert ace >= 0.7 and weak <= 0.4 and ace - weak >= 0.4
