@@ -71,7 +71,9 @@ class Exchange:
         body: Request body as sent (object, raw text or ``None``).
         status: Response status, ``None`` on a network error.
         response_body: Parsed JSON or text; ``UNKNOWN`` when only a cut preview was seen.
-        preview: The cut preview text when ``response_body`` is ``UNKNOWN`` (else ``None``).
+        preview: The cut preview, when that is all the agent ever saw of the body (it never
+            ``read`` the response); ``None`` when it saw the whole body. In a regraded
+            transcript this is exactly when ``response_body`` is ``UNKNOWN``.
         network_error: The transport error text when no response came back.
         request_ref: The request entity ref (``request:req-…``).
         response_ref: The response entity ref, ``None`` on a network error.

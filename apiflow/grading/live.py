@@ -11,10 +11,10 @@ from typing import Any
 
 from apiflow.grading.answer import final_message
 from apiflow.grading.evidence import Evidence, Exchange
-from apiflow.grading.transcript import abstention_in, ending_of
+from apiflow.grading.transcript import abstention_in, cut_previews, ending_of
 
 
-def _exchange(index: int, sent: Any) -> Exchange:
+def _exchange(index: int, sent: Any, cut: dict[str, str]) -> Exchange:
     request = sent.request if isinstance(sent.request, dict) else {}
     method, url = request.get("method"), request.get("url")
     url = url if isinstance(url, str) else ""
@@ -28,6 +28,7 @@ def _exchange(index: int, sent: Any) -> Exchange:
         body=body,
         status=response.status if response is not None else None,
         response_body=response.body if response is not None else None,
+        preview=cut.get(sent.response_ref) if sent.response_ref else None,
         network_error=sent.network_error,
         request_ref=sent.request_ref,
         response_ref=sent.response_ref,
@@ -42,10 +43,12 @@ def evidence_from_workspace(workspace: Any, messages: Sequence[dict[str, Any]]) 
         messages: The trial's schema-1.0 messages (final answer, abstention, tool-call count).
 
     Returns:
-        Evidence whose response bodies are all known (nothing is ever unsettled).
+        Evidence whose response bodies are all known (nothing is ever unsettled); responses
+        the agent saw only through a cut preview keep that preview (``strict-1.0`` ignores them).
     """
     messages = [m for m in messages if isinstance(m, dict)]
-    exchanges = tuple(_exchange(i, sent) for i, sent in enumerate(workspace.exchanges))
+    cut = cut_previews(messages)
+    exchanges = tuple(_exchange(i, sent, cut) for i, sent in enumerate(workspace.exchanges))
     changed = set(workspace.changed_variables)
     variables = {(v[0], v[1]): v[2] for v in workspace.variables() if (v[0], v[1]) in changed}
     entities = {

@@ -135,6 +135,8 @@ def _carried(
     for exchange in evidence.exchanges:
         if exchange.status not in wanted or not pattern.search(exchange.url):
             continue
+        if rules.seen_only and exchange.preview is not None:
+            continue  # the agent never saw this body whole: it cannot be the value's source
         if exchange.body_known:
             hit, found = body_values(exchange.response_body, spec.from_body_key, rules)
         else:
@@ -238,6 +240,8 @@ def new_response(spec: NewResponseSpec, evidence: Evidence, rules: RuleSet, numb
             continue
         if not spec.body_has_keys:
             return PASS
+        if rules.seen_only and exchange.preview is not None:
+            continue
         if not exchange.body_known:
             unsure = True
             continue

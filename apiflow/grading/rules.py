@@ -29,18 +29,21 @@ class RuleSet:
             that carried it, or in any request of the trial.
         stored: ``must_be_stored``: a value is a substring of a variable's final value,
             or equals the variable's value or one of its leaves.
+        seen_only: Count only responses whose whole body the agent saw (a complete
+            preview or a ``read``); a response it knew only by a cut preview carries nothing.
     """
 
     name: str
     body_key: BodyKeyRule
     used_in: UseRule
     stored: StoreRule
+    seen_only: bool = False
 
 
 PUBLISHED = RuleSet(
     "published-1.0", body_key="last_segment_any_depth", used_in="any_time", stored="substring"
 )
-STRICT = RuleSet("strict-1.0", body_key="dotted_path", used_in="later", stored="equal_leaf")
+STRICT = RuleSet("strict-1.0", body_key="dotted_path", used_in="later", stored="equal_leaf", seen_only=True)
 
 RULE_SETS: dict[str, RuleSet] = {r.name: r for r in (PUBLISHED, STRICT)}
 

@@ -251,6 +251,14 @@ def ending_of(messages: list[dict[str, Any]], abstention: Abstention | None, tex
     return "answered" if text.strip() else "no_answer"
 
 
+def cut_previews(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """Response ref -> cut preview, for responses the agent saw only through a cut preview."""
+    builder = _Builder()
+    for call, result in _tool_calls(messages):
+        builder.feed(call, result)
+    return {p.response_ref: p.preview for p in builder.pending if p.response_ref and p.preview is not None}
+
+
 def evidence_from_transcript(trial_json: Mapping[str, Any]) -> Evidence:
     """Rebuild the evidence of one published (schema-1.0) trial from its messages.
 

@@ -153,3 +153,55 @@ def test_live_abstention_is_read_from_the_messages() -> None:
     g = grade(task.predicates, [], [], evidence_from_workspace(workspace, messages))
     assert (g.verdict, g.abstained, g.partial_score) == ("I", "report_blocked", 0.0)
     assert g.failure_reason == "agent abstained (report_blocked): 'no write scope'"
+
+
+def test_strict_counts_only_bodies_the_agent_saw_whole() -> None:
+    """The bins page's ``total`` lies beyond the 600-character preview: unseen until read."""
+    task = BANK.task("sample-w01-sub02")
+    session = WorldSession(BANK.worlds[task.world], 7, state_overrides=task.world_state)
+    workspace = Workspace(list(task.seed), session.spec_content(), id_seed=7)
+    toolbox = Toolbox(workspace, session.send)
+    request = {
+        "method": "GET",
+        "url": "/v3/blocks/blk-7e21-0410/bins?offset=0&limit=25",
+        "headers": {"Authorization": "Bearer tk_loam_5521"},
+    }
+    messages: list[dict[str, Any]] = []
+
+    def call(name: str, arguments: dict[str, Any]) -> str:
+        result = toolbox.call(name, arguments)
+        ident = f"c{len(messages)}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [],
+                "tool_calls": [{"id": ident, "name": name, "arguments": arguments}],
+            }
+        )
+        messages.append({"role": "tool", "content": result.content, "tool_call_id": ident, "function": name})
+        return result.content
+
+    sent = json.loads(call("execute", {"request": request}))
+    assert sent["body_preview"].endswith("…") and '"total"' not in sent["body_preview"]
+    total = DataFlowSpec(from_response_url_pattern="v3/blocks/.*/bins", from_body_key="total")
+
+    def outcome(rules: str) -> bool | None:
+        return (
+            grade([total], [], [], evidence_from_workspace(workspace, messages), rules=rules)
+            .results[0]
+            .passed
+        )
+
+    assert (outcome("published-1.0"), outcome("strict-1.0")) == (True, False)
+    request_id, response_id = (part.split(":")[1] for part in sent["response_ref"].split("/"))
+    call(
+        "read",
+        {
+            "entity_ref": {
+                "kind": "response",
+                "id": response_id,
+                "parent": {"kind": "request", "id": request_id},
+            }
+        },
+    )
+    assert (outcome("published-1.0"), outcome("strict-1.0")) == (True, True)

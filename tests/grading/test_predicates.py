@@ -145,7 +145,8 @@ def test_key_visible_before_the_cut_settles_presence() -> None:
     s = Script()
     s.execute({"method": "GET", "url": "/v3/batches"}, preview=cut(body))
     assert data_flow(flow(), s.evidence(), PUBLISHED, 1).passed is True
-    assert data_flow(flow(), s.evidence(), STRICT, 1).passed is None  # a path cannot be read off a fragment
+    # strict counts only bodies the agent saw whole: a cut, unread preview settles "not carried"
+    assert data_flow(flow(), s.evidence(), STRICT, 1).passed is False
 
 
 def test_known_pass_wins_over_an_unknown_body() -> None:
