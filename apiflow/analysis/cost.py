@@ -47,16 +47,27 @@ def token_kinds(trials: Trials) -> dict[str, np.ndarray]:
     }
 
 
+def _price_key(trials: Trials, index: int, table: PriceTable) -> str | None:
+    # The leaderboard slug first, then the provider route (``model_api``: a litellm id, or
+    # ``apiflow/sim:<profile>`` for our offline models, whose slugs are path-safe renderings).
+    routes = trials.columns.get("model_api")
+    candidates = [trials.models[index]]
+    if routes is not None:
+        candidates += sorted({str(r) for r in routes[trials.model == index] if r})
+    return next((key for key in candidates if table.has(key)), None)
+
+
 def priced_costs(trials: Trials, table: PriceTable) -> tuple[np.ndarray, list[str]]:
     """Tokens x prices for every trial; NaN for models the table does not price."""
     kinds = token_kinds(trials)
     usd = np.full(trials.n, np.nan)
     unpriced = []
     for index, model in enumerate(trials.models):
-        if not table.has(model):
+        key = _price_key(trials, index, table)
+        if key is None:
             unpriced.append(model)
             continue
-        prices = table.price(model)
+        prices = table.price(key)
         rows = trials.model == index
         total = sum(kinds[kind][rows] * getattr(prices, kind) for kind in PRICE_KINDS)
         usd[rows] = np.round(total / 1_000_000, 9)
@@ -73,7 +84,10 @@ def trial_costs(trials: Trials, table: PriceTable | None, *, reprice: bool) -> C
     if reprice:
         return Costs(priced, f"price table {table.version}", unpriced)
     usd = np.where(np.isnan(recorded), priced, recorded)
-    source = "recorded" if not np.isnan(recorded).any() else f"recorded + price table {table.version}"
+    missing = np.isnan(recorded)
+    source = "recorded" if not missing.any() else f"recorded + price table {table.version}"
+    if missing.all():
+        source = f"price table {table.version}"
     still = sorted({trials.models[m] for m in np.unique(trials.model[np.isnan(usd)])})
     return Costs(usd, source, still)
 

@@ -87,6 +87,11 @@ def headline_paragraphs(s: dict) -> list[str]:
         f"{pct_ci(rates['chains']['clean'])} clean. Intervals: 90% world cluster bootstrap, "
         f"B = {meta['bootstrap']['resamples']:,}, seed {meta['bootstrap']['seed']}, {len(meta['worlds'])} worlds.",
     ]
+    if len(meta["worlds"]) < 5:
+        out.append(
+            f"Only {len(meta['worlds'])} world(s): a world cluster bootstrap cannot measure world-to-world "
+            "variation, so its intervals are too narrow (zero width with one world). Add worlds before reading them."
+        )
     if screen["chain_trials"]:
         out.append(
             f"Cell screen: {screen['n_flagged']} chain cells with no pass by any model, covering "

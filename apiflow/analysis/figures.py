@@ -62,7 +62,8 @@ def reach_reliability(summary: dict, path: Path) -> None:
     reach = summary["reach"]
     epochs = reach["epochs"]
     models = sorted(reach["models"], key=lambda m: reach["models"][m]["best_of"]["value"])
-    fig, ax = plt.subplots(figsize=(8, 0.32 * len(models) + 1.6))
+    height = 0.32 * len(models) + 2.0
+    fig, ax = plt.subplots(figsize=(8, height))
     y = np.arange(len(models))
     best = [100 * reach["models"][m]["best_of"]["value"] for m in models]
     every = [100 * reach["models"][m]["all_of"]["value"] for m in models]
@@ -76,54 +77,55 @@ def reach_reliability(summary: dict, path: Path) -> None:
     ax.set_yticks(y, models, fontsize=8)
     ax.set_xlabel("% of tasks")
     low = min([v for v in every + one if v == v] or [0.0])
-    ax.set_xlim(max(0.0, 10 * np.floor(low / 10) - 5), 100)
+    ax.set_xlim(max(0.0, 10 * np.floor(low / 10) - 5) - 1.5, 101.5)
+    ax.set_ylim(-0.6, len(models) - 0.4)
     ax.set_title("Reach vs reliability per model")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
+    fig.legend(fontsize=7, loc="lower center", ncol=3, frameon=False)
+    fig.tight_layout(rect=(0, 0.45 / height, 1, 1))
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
 
 
 def cost_pareto(summary: dict, path: Path) -> None:
-    """Mean cost per trial vs pass rate per model, with the Pareto frontier."""
+    """Mean cost per trial vs pass rate per model, with the Pareto frontier.
+
+    Points carry numbers (rank by pass rate) keyed to model names at the right: with two dozen
+    models, names written beside the points would overlap.
+    """
     rows = [r for r in summary["cost"]["models"] if r["mean_usd_per_trial"] and r["pass_rate"] is not None]
-    fig, ax = plt.subplots(figsize=(10, 6))
+    rows.sort(key=lambda r: -r["pass_rate"])
+    fig, ax = plt.subplots(figsize=(11, 6))
     if rows:
         frontier = set(summary["cost"]["pareto_frontier"])
-        for rank, r in enumerate(sorted(rows, key=lambda r: r["mean_usd_per_trial"])):
+        key = []
+        for number, r in enumerate(rows, 1):
             on = r["model"] in frontier
-            ax.scatter(
-                r["mean_usd_per_trial"],
-                100 * r["pass_rate"],
-                color="tab:orange" if on else "tab:blue",
-                zorder=3,
-            )
-            ax.annotate(
-                r["model"],
-                (r["mean_usd_per_trial"], 100 * r["pass_rate"]),
-                fontsize=7,
-                xytext=(4, 4 if rank % 2 else -10),
-                textcoords="offset points",
-            )
+            x, y = r["mean_usd_per_trial"], 100 * r["pass_rate"]
+            ax.scatter(x, y, color="tab:orange" if on else "tab:blue", zorder=3)
+            ax.annotate(str(number), (x, y), fontsize=7, xytext=(4, 3), textcoords="offset points")
+            key.append(f"{number:>2}  {r['model']}{'  *' if on else ''}")
         line = sorted((r["mean_usd_per_trial"], 100 * r["pass_rate"]) for r in rows if r["model"] in frontier)
         ax.step(
             [c for c, _ in line],
             [p for _, p in line],
             where="post",
             color="tab:orange",
-            label="Pareto frontier",
+            label="Pareto frontier (*)",
         )
         ax.set_xscale("log")
         ax.legend(fontsize=8, loc="lower right")
+        ax.text(1.02, 1.0, "\n".join(key), transform=ax.transAxes, fontsize=7, va="top", family="monospace")
     else:
-        ax.text(0.5, 0.5, "no priced trials", ha="center", transform=ax.transAxes)
+        free = any(r["mean_usd_per_trial"] == 0.0 for r in summary["cost"]["models"])
+        message = "every priced trial cost $0 (offline models)" if free else "no priced trials"
+        ax.text(0.5, 0.5, message, ha="center", transform=ax.transAxes)
     source = summary["cost"]["source"]
     ax.set_xlabel(f"mean cost per trial (USD, log scale; {source})")
     ax.set_ylabel("pass rate (% of counted trials)")
     ax.set_title("Cost vs pass rate")
     ax.grid(alpha=0.3, which="both")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 0.78, 1))
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
 
