@@ -69,13 +69,30 @@ def spec_from_published(entry: Mapping[str, Any]) -> Spec:
         prompt_quote=detail.get("prompt_quote") or "",
         segment=entry.get("segment", detail.get("segment")),
     )
+    # Every trial of a task repeats the same predicates: validate each distinct one once per process.
+    # The memo key is the repr (exact for NaN and big integers, unlike a JSON dump).
+    key = (kind, repr(values))
+    spec = _MEMO.get(key)
+    if spec is None:
+        if len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.clear()
+        spec = _MEMO[key] = _build(kind, values, str(entry.get("label")))
+    return spec
+
+
+_MEMO: dict[tuple[str, str], Spec] = {}
+_MEMO_SIZE = 8192
+
+
+def _build(kind: str, values: dict[str, Any], label: str) -> Spec:
+    model, _ = _FIELDS[kind]
     try:
         return model.model_validate(values)
     except ValidationError:
         # Recorded values outside our bank's types (e.g. a non-string list item): keep them as recorded.
         missing = [n for n, f in model.model_fields.items() if f.is_required() and n not in values]
         if missing:
-            raise PublishedSpecError(f"predicate {entry.get('label')!r} lacks {missing}") from None
+            raise PublishedSpecError(f"predicate {label!r} lacks {missing}") from None
         return model.model_construct(**values)
 
 
