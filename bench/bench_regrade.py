@@ -57,6 +57,7 @@ def cpu_seconds() -> float:
 
 
 def json_load_loop(folder: Path) -> None:
+    """The baseline: parse every file with the stdlib, nothing else."""
     for path in iter_trial_files([folder]):
         with open(path, encoding="utf-8") as handle:
             json.load(handle)
@@ -70,6 +71,7 @@ def timed(action: object) -> tuple[float, float, object]:
 
 
 def main() -> int:
+    """Replicate, warm, measure, print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=72, help="copies of the 42 fixtures (72 → 3,024 files)")
     parser.add_argument("--workers", type=int, default=2)
