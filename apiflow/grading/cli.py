@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -77,11 +78,13 @@ def handle(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     summary = regrade(args.paths, rules=args.rules, workers=args.workers)
     seconds = time.perf_counter() - start
-    print(render(summary, seconds))
+    try:
+        print(render(summary, seconds), flush=True)
+    except BrokenPipeError:  # `apiflow regrade … | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if args.json_out:
         try:
             Path(args.json_out).write_text(json.dumps(summary.to_json(), indent=2, ensure_ascii=False) + "\n")
         except OSError as exc:
             raise UsageError(f"cannot write {args.json_out}: {exc.strerror}") from None
-    sys.stdout.flush()
     return 0 if not summary.disagreements else 1
