@@ -1,8 +1,9 @@
-"""``apiflow bank verify|stats``: check a bank's integrity and describe its shape."""
+"""``apiflow bank build|verify|stats``: generate a bank, check its integrity and gates, describe its shape."""
 
 from __future__ import annotations
 
 import argparse
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -24,7 +25,25 @@ def _verify(args: argparse.Namespace) -> int:
     print(f"ok   manifest  {len(manifest['files'])} files match")  # type: ignore[arg-type]
     bank = load_bank(root)
     print(f"ok   load      {len(bank.worlds)} world(s), {len(bank.tasks)} task(s)")
-    print(f"bank {bank.name} {bank.hash}: VERIFIED")
+    if args.manifest_only:
+        print(f"bank {bank.name} {bank.hash}: VERIFIED (manifest only)")
+        return 0
+    from apiflow.bank.gates import verify_bank
+
+    started = time.perf_counter()
+    log = verify_bank(bank, oracle_model=args.oracle_model)
+    for gate, row in log.summary().items():
+        status = "ok  " if row["failed"] == 0 else "FAIL"
+        print(f"{status} {gate:<20} {row['passed']} passed, {row['failed']} failed")
+    for failure in log.failures()[:20]:
+        print(f"FAIL {failure.gate:<20} {failure.task_id}: {failure.detail}")
+    elapsed = time.perf_counter() - started
+    if log.failures():
+        print(
+            f"bank {bank.name} {bank.hash}: REFUSED ({len(log.failures())} gate failure(s), {elapsed:.1f} s)"
+        )
+        return 1
+    print(f"bank {bank.name} {bank.hash}: VERIFIED ({len(log.results)} gate checks, {elapsed:.1f} s)")
     return 0
 
 
@@ -32,23 +51,70 @@ def _stats(args: argparse.Namespace) -> int:
     bank = load_bank(args.bank)
     print(f"bank {bank.name}  hash {bank.hash[:16]}  worlds {len(bank.worlds)}  tasks {len(bank.tasks)}")
     tasks = list(bank.tasks.values())
+    solos = [t for t in tasks if t.kind == "solo"]
     for title, counts in (
         ("world", Counter(t.world for t in tasks)),
         ("kind", Counter(t.kind for t in tasks)),
-        ("axis (solo)", Counter(t.axis or "-" for t in tasks if t.kind == "solo")),
-        ("difficulty (solo)", Counter(t.difficulty or "-" for t in tasks if t.kind == "solo")),
+        ("axis (solo)", Counter(t.axis or "-" for t in solos)),
+        ("difficulty (solo)", Counter(t.difficulty or "-" for t in solos)),
         ("chain length", Counter(t.length for t in tasks if t.kind == "chain")),
     ):
         print(f"{title}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    for wid in bank.worlds:
+        axes = Counter(t.axis for t in solos if t.world == wid)
+        diffs = Counter(t.difficulty for t in solos if t.world == wid)
+        print(
+            f"  {wid}: "
+            + " ".join(f"{a}={n}" for a, n in sorted(axes.items()))
+            + " | "
+            + " ".join(f"{d}={n}" for d, n in sorted(diffs.items()))
+        )
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from apiflow.bank.generate import build_bank
+
+    if args.worlds is not None and not 1 <= args.worlds <= 13:
+        raise UsageError("--worlds must be between 1 and 13")
+    started = time.perf_counter()
+    manifest = build_bank(
+        args.seed,
+        args.out,
+        worlds=args.worlds,
+        name=args.name,
+        oracle_model=args.oracle_model,
+        progress=print,
+    )
+    files = manifest["files"]
+    print(
+        f"bank {manifest['bank']} {manifest['hash']}: {len(files)} files written to {args.out} "  # type: ignore[arg-type]
+        f"in {time.perf_counter() - started:.1f} s"
+    )
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``bank verify`` and ``bank stats``."""
-    bank = sub.add_parser("bank", help="verify and describe task banks")
+    """Add ``bank build``, ``bank verify`` and ``bank stats``."""
+    bank = sub.add_parser("bank", help="generate, verify and describe task banks")
     verbs = bank.add_subparsers(dest="bank_verb", metavar="VERB", parser_class=type(bank))
-    verify = verbs.add_parser("verify", help="re-check a bank's manifest and load every task")
+    build = verbs.add_parser(
+        "build", help="generate a bank from a seed (zero-LLM, deterministic, gate-certified)"
+    )
+    build.add_argument("--seed", type=int, required=True)
+    build.add_argument("--out", required=True)
+    build.add_argument("--worlds", type=int, default=None, help="build only the first N worlds")
+    build.add_argument("--name", default=None, help="bank name (default: v1 for the v1 seed, else s<seed>)")
+    build.add_argument(
+        "--oracle-model", default=None, help="solvability oracle (default: offline golden variation)"
+    )
+    build.set_defaults(func=_build)
+    verify = verbs.add_parser("verify", help="re-check a bank's manifest and re-run every gate offline")
     verify.add_argument("bank", nargs="?", default=str(DEFAULT_BANK))
+    verify.add_argument("--manifest-only", action="store_true", help="skip the gates")
+    verify.add_argument(
+        "--oracle-model", default=None, help="solvability oracle (default: offline golden variation)"
+    )
     verify.set_defaults(func=_verify)
     stats = verbs.add_parser("stats", help="tasks per world, axis, difficulty and chain length")
     stats.add_argument("bank", nargs="?", default=str(DEFAULT_BANK))

@@ -44,7 +44,8 @@ class Bank:
 
 def _read(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text())
+        # libyaml's loader when present: same safe constructor, ~10x faster on a full bank.
+        return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
     except yaml.YAMLError as exc:
         raise UsageError(f"{path}: not valid YAML/JSON ({exc})") from None
 

@@ -1,0 +1,118 @@
+"""Grader triad and stale-value sabotage for one task: the grader must be load-bearing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from apiflow.bank.gates.harness import card_message, golden_calls, run_script
+from apiflow.bank.gates.result import GateLog
+from apiflow.bank.task import Task
+from apiflow.world import WorldDef, body_text
+
+
+def wrong_value(expected: Any) -> Any:
+    """A plausible but wrong value of the same type."""
+    if isinstance(expected, bool):
+        return not expected
+    if isinstance(expected, int | float):
+        return expected + 7
+    if isinstance(expected, list):
+        return expected[:-1] or ["none"]
+    return f"{expected}-x" if expected else "unknown"
+
+
+def stale_pairs(task: Task) -> list[tuple[str, str]]:
+    """``(live, stale)`` pairs: a seeded value a non-essential first attempt uses, and the live value the
+    essential retry to the same method+URL puts in the same argument position."""
+    seeds = {str(s.value) for s in task.seed if s.scope == "local" and isinstance(s.value, str)}
+    tried: dict[tuple[str, str], dict[str, Any]] = {}
+    pairs: list[tuple[str, str]] = []
+    for step in task.golden:
+        for call in step.calls:
+            req = call.arguments.get("request") if call.name == "execute" else None
+            if not isinstance(req, dict):
+                continue
+            key = (str(req.get("method")), str(req.get("url")))
+            if not step.essential:
+                tried[key] = req
+            elif key in tried:
+                before, after = _leaves(tried[key]), _leaves(req)
+                for path, a in before.items():
+                    b = after.get(path)
+                    stale = next((s for s in seeds if s in a), None)
+                    if b is None or a == b or stale is None:
+                        continue
+                    rest = a.replace(stale, "")
+                    live = b.replace(rest, "") if rest and rest in b else b
+                    if (live, stale) not in pairs:
+                        pairs.append((live, stale))
+    return pairs
+
+
+def _leaves(value: Any, path: str = "") -> dict[str, str]:
+    if isinstance(value, dict):
+        return {p: v for k in value for p, v in _leaves(value[k], f"{path}/{k}").items()}
+    if isinstance(value, list):
+        return {p: v for i, item in enumerate(value) for p, v in _leaves(item, f"{path}/{i}").items()}
+    return {path: str(value)}
+
+
+def triad(task: Task, world: WorldDef, log: GateLog) -> bool:
+    """Golden passes; blank, fabricated, wrong-value, decoy, skipped-step and stale runs all fail."""
+    tid, card = task.id, task.expected_card
+    answer = card_message(card)
+    run, golden = run_script(task, world, golden_calls(task), answer)
+    ok = log.add(tid, "golden", golden.passed, "" if golden.passed else golden.failure_reason)
+    _, blank = run_script(task, world, [], "")
+    ok &= log.add(tid, "blank", not blank.passed, "blank run passed" if blank.passed else "")
+    _, fab = run_script(task, world, [], answer)
+    ok &= log.add(tid, "fabricated", not fab.passed, "answer without calls passed" if fab.passed else "")
+    bad = [f for f in card if run.grade(card_message({**card, f: wrong_value(card[f])})).passed]
+    ok &= log.add(tid, "wrong_value", not bad, f"wrong {bad} still passed" if bad else "")
+    decoys = [i for i, s in enumerate(task.golden) if s.decoy]
+    leaked = []
+    for i in decoys:
+        drun, g = run_script(task, world, golden_calls(task, decoy_at={i}), answer)
+        if g.passed:
+            leaked.append(f"decoy at step {i} passed")
+        texts = [body_text(e.response.body) for e in drun.workspace.exchanges if e.response is not None]
+        for value in _card_strings(card):
+            if any(value in t for t in texts[-len(task.golden[i].decoy or ()) :]):
+                leaked.append(f"decoy response holds card value {value!r}")
+    ok &= log.add(tid, "decoy", not leaked, "; ".join(leaked) if leaked else f"{len(decoys)} decoy(s)")
+    skipped = [
+        i
+        for i, s in enumerate(task.golden)
+        if s.essential and run_script(task, world, golden_calls(task, skip=i), answer)[1].passed
+    ]
+    ok &= log.add(
+        tid, "skip_step", not skipped, f"skipping step(s) {skipped} still passed" if skipped else ""
+    )
+    if task.kind == "solo":
+        stale = [
+            p
+            for p in stale_pairs(task)
+            if run_script(task, world, golden_calls(task, replace=p), answer)[1].passed
+        ]
+        ok &= log.add(tid, "stale_value", not stale, f"stale {stale} still passed" if stale else "")
+    return ok
+
+
+def _card_strings(card: dict[str, Any]) -> list[str]:
+    out = []
+    for value in card.values():
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str) and len(v) >= 6 and any(ch.isdigit() for ch in v):
+                out.append(v)
+    return out
+
+
+def card_strings(card: dict[str, Any]) -> list[str]:
+    """The distinctive string values of a card (what must never leak)."""
+    return _card_strings(card)
+
+
+def dumps(value: Any) -> str:
+    """JSON text for substring checks."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
