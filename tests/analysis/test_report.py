@@ -140,3 +140,28 @@ def test_folder_without_trials_is_a_usage_error(tmp_path, capsys):
     (empty / "notes.txt").write_text("x")
     assert main(["report", str(empty), "--out", str(tmp_path / "rep")]) == 2
     shutil.rmtree(empty)
+
+
+def test_report_on_the_grid_result_store_layout(tmp_path):
+    """rows/, failures/ (one per failed attempt) and compacted/ as the grid's ResultStore writes them."""
+    from apiflow.results.store import ResultStore
+
+    store = ResultStore(str(tmp_path / "grid"))
+
+    def put(task: str, epoch: int, verdict: str, termination: str = "answered", run: str = "run-1") -> None:
+        data = our_record("apiflow/sim:x", task, epoch, verdict, termination)
+        data["provenance"]["run_id"] = run
+        record = TrialRecord.model_validate(data)
+        store.put_trial(record, record_to_row(record))
+
+    put("v1-w01-sub01", 1, "", "provider_error", run="run-1")  # failed twice, then passed on resume
+    put("v1-w01-sub01", 1, "", "provider_error", run="run-2")
+    put("v1-w01-sub01", 1, "C", run="run-3")
+    put("v1-w01-sub01", 2, "I")
+    put("v1-w02-sub01", 1, "", "harness_error")  # never got past the harness
+    store.compact()
+    out = tmp_path / "rep"
+    assert main(["report", str(tmp_path / "grid"), "--out", str(out), "--bootstrap", "0"]) == 0
+    meta = json.loads((out / "summary.json").read_text())["meta"]
+    assert meta["trials"] == 3 and meta["counted_trials"] == 2
+    assert meta["unscored"]["harness"] == 1
