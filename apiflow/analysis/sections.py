@@ -29,6 +29,8 @@ def reach_section(s: dict) -> Section:
         )
     spread = reach["spread"]
     e = reach["epochs"]
+    if not spread:
+        return Section("Reach vs reliability", ["No counted trials."])
     text = [
         f"Best-of-{e} (reach) spans {pct(spread['best_of']['min'])}–{pct(spread['best_of']['max'])} across models; "
         f"all-{e}-of-{e} (reliability) spans {pct(spread['all_of']['min'])}–{pct(spread['all_of']['max'])}. "
@@ -37,6 +39,13 @@ def reach_section(s: dict) -> Section:
         "Spread (max − min across models, points): "
         + ", ".join(f"{name} {v['points']:.1f}" for name, v in spread.items()),
     ]
+    for variant in ("inclusive", "clean"):
+        chains = s["reach_chains"][variant]["spread"]
+        if chains:
+            text.append(
+                f"Chain tasks only ({variant}): best-of-{e} {pct(chains['best_of']['min'])}–{pct(chains['best_of']['max'])}, "
+                f"all-{e}-of-{e} {pct(chains['all_of']['min'])}–{pct(chains['all_of']['max'])}."
+            )
     return Section("Reach vs reliability", text, [Table(header, rows)], ["reach_reliability"])
 
 

@@ -70,7 +70,11 @@ def summarize(trials: Trials, options: ReportOptions) -> dict:
             "inclusive": head_incl.as_dict(trials),
             "clean": head_clean.as_dict(trials),
         },
-        "reach": _reach(trials, resamples),
+        "reach": _reach(trials, resamples, np.ones(trials.n, bool)),
+        "reach_chains": {
+            "inclusive": _reach(trials, resamples, trials.chain),
+            "clean": _reach(trials, resamples, trials.chain & clean),
+        },
         "separation": {
             "solo": solo.spread(trials),
             "headline_inclusive": head_incl.spread(trials),
@@ -127,15 +131,18 @@ def _meta(trials: Trials, options: ReportOptions) -> dict:
     }
 
 
-def _reach(trials: Trials, resamples: WorldResamples) -> dict:
-    counts = reach.task_counts(trials, np.ones(trials.n, bool))
-    epochs = counts.epochs
+def _reach(trials: Trials, resamples: WorldResamples, mask: np.ndarray) -> dict:
+    # The design's epochs come from the whole set, so a slice is judged against the same E.
+    epochs = reach.task_counts(trials, np.ones(trials.n, bool)).epochs
+    counts = reach.task_counts(trials, mask)
     per_task = {"best_of": reach.best_of(counts), "all_of": reach.all_of(counts, epochs)}
     for k in range(1, min(reach.K_MAX, max(epochs, 1)) + 1):
         per_task[f"pass@{k}"] = reach.pass_at_k(counts.c, counts.n, k)
         per_task[f"pass^{k}"] = reach.pass_hat_k(counts.c, counts.n, k)
     out: dict = {"epochs": epochs, "tasks_per_model": {}, "models": {}, "spread": {}}
     present = counts.present.any(axis=1)
+    if not present.any():
+        return out
     for name, values in per_task.items():
         sums, tasks = reach.world_sums(values, counts.world_of_task, len(trials.worlds))
         point = np.where(tasks.sum(0) > 0, sums.sum(0) / np.maximum(tasks.sum(0), 1), np.nan)

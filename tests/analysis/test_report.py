@@ -165,3 +165,13 @@ def test_report_on_the_grid_result_store_layout(tmp_path):
     meta = json.loads((out / "summary.json").read_text())["meta"]
     assert meta["trials"] == 3 and meta["counted_trials"] == 2
     assert meta["unscored"]["harness"] == 1
+
+
+def test_report_when_every_trial_is_a_harness_outcome(tmp_path):
+    rows = [record_to_row(TrialRecord.model_validate(our_record("m", "v1-w01-chain-1to02", e, "", "provider_error")))
+            for e in (1, 2)]  # fmt: skip
+    path = tmp_path / "rows.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), path)
+    assert main(["report", str(path), "--out", str(tmp_path / "rep"), "--bootstrap", "5"]) == 0
+    summary = json.loads((tmp_path / "rep" / "summary.json").read_text())
+    assert summary["meta"]["counted_trials"] == 0 and summary["pass_rates"]["all"]["rate"] is None
