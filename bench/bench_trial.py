@@ -11,7 +11,7 @@ Measures, in one process and one run:
   * trial     - ``run_trial`` as the CLI and grid run it (graded);
   * sync      - ``run_trial_sync`` (adds one ``asyncio.run`` event loop per trial).
 Reports CPU (process_time) and wall (perf_counter) per trial and per tool call, and ratios to the
-floor. Target: <= 2 ms per ~13-model-call trial. The median of 5 rounds is reported.
+floor. Target: <= 2 ms per ~13-model-call trial. Rounds interleave the variants; the median of 7 is reported.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from apiflow.models.base import ModelOutput, ToolCall, Usage
 from apiflow.models.offline import golden_turns
 
 TARGET_MS = 2.0
-ROUNDS = 5
+ROUNDS = 7
 
 
 def pick_task(bank: Bank, model_calls: int = 13) -> Task:
@@ -110,15 +110,11 @@ def _tools_batch(bank: Bank, task: Task, recorded: list[tuple[str, Any]]) -> Cal
     return batch
 
 
-def _time(n: int, batch: Callable[[int], None]) -> tuple[float, float]:
-    """(cpu_s, wall_s) of ``batch(n)``: the median over ROUNDS rounds."""
-    cpu, wall = [], []
-    for _ in range(ROUNDS):
-        c0, w0 = time.process_time(), time.perf_counter()
-        batch(n)
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    return statistics.median(cpu), statistics.median(wall)
+def _time_once(n: int, batch: Callable[[int], None]) -> tuple[float, float]:
+    """(cpu_s, wall_s) of one ``batch(n)``."""
+    c0, w0 = time.process_time(), time.perf_counter()
+    batch(n)
+    return time.process_time() - c0, time.perf_counter() - w0
 
 
 def _async_batch(make: Callable[[int], Awaitable[Any]]) -> Callable[[int], None]:
@@ -153,14 +149,30 @@ def measure(
         "trial": _async_batch(lambda i: run_trial(task, world, oracle(i), **_kwargs(bank, task, i + 1))),
         "sync": sync_batch,
     }
-    timings = {}
-    for name, batch in variants.items():
+    ungraded = variants.pop("ungraded")
+
+    def ungraded_batch(n: int) -> None:
+        with mock.patch.object(trial_module, "_grader", return_value=None):
+            ungraded(n)
+
+    variants = {
+        "floor": variants["floor"],
+        "tools": variants["tools"],
+        "ungraded": ungraded_batch,
+        "trial": variants["trial"],
+        "sync": variants["sync"],
+    }
+    for batch in variants.values():
         batch(min(n, 20))  # warm caches and imports
-        if name == "ungraded":
-            with mock.patch.object(trial_module, "_grader", return_value=None):
-                timings[name] = _time(n, batch)
-        else:
-            timings[name] = _time(n, batch)
+    # Rounds interleave the variants, so a burst of load from other processes hits them alike.
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    for _ in range(ROUNDS):
+        for name, batch in variants.items():
+            samples[name].append(_time_once(n, batch))
+    timings = {
+        name: (statistics.median(c for c, _ in runs), statistics.median(w for _, w in runs))
+        for name, runs in samples.items()
+    }
     return timings
 
 

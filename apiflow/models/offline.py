@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +24,40 @@ MISSING_REF = "request:req-000000/response:resp-00000000"
 """Stands in for a ref whose execute never ran (a skipped step): the tools then answer "not found"."""
 
 _CHARS_PER_TOKEN = 4
+
+
+class _IdentityMemo:
+    """Values computed once per live object, keyed by identity; an entry goes with its object.
+
+    Offline models replay the same bank objects in every trial; deriving their scripts and
+    argument sizes once per object keeps the offline model far below the harness's own cost.
+    """
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[weakref.ref[Any], Any]] = {}
+
+    def get(self, obj: Any, compute: Callable[[Any], Any]) -> Any:
+        key = id(obj)
+        hit = self._items.get(key)
+        if hit is not None and hit[0]() is obj:
+            return hit[1]
+        value = compute(obj)
+
+        def forget(_ref: weakref.ref[Any]) -> None:
+            self._items.pop(key, None)
+
+        self._items[key] = (weakref.ref(obj, forget), value)
+        return value
+
+
+_call_memo = _IdentityMemo()
+_script_memo = _IdentityMemo()
+
+
+def _call_info(call: GoldenCall) -> tuple[bool, int]:
+    """(arguments hold a ``{{ref:N}}``, approximate JSON size of name + arguments)."""
+    text = json.dumps(call.arguments)
+    return "{{ref:" in text, len(text) + len(call.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +118,12 @@ def card_text(card: dict[str, Any], preamble: str = "Done: the work is complete.
 
 
 def golden_turns(task: Task) -> list[Turn]:
-    """The task's golden solution as turns, ending with the expected card."""
+    """The task's golden solution as turns, ending with the expected card (shared, read-only)."""
+    turns: list[Turn] = _script_memo.get(task, _golden_turns)
+    return turns
+
+
+def _golden_turns(task: Task) -> list[Turn]:
     turns: list[Turn] = []
     next_ref = 0
     for step in task.golden:
@@ -99,12 +140,15 @@ def golden_turns(task: Task) -> list[Turn]:
 
 _RESPONSE_REF_RE = re.compile(r'^\{"response_ref": "([^"]+)"')
 _tools_chars: dict[int, tuple[list[dict[str, Any]], int]] = {}
-"""Memo of the schema list's JSON size by identity (the list object is kept, so the id stays valid)."""
+"""Memo of the schema list's JSON size by identity (the list is kept, so its id stays valid;
+lists cannot be weakly referenced). Runners pass one schema list for every trial."""
 
 
 def _schema_chars(tools: list[dict[str, Any]]) -> int:
     hit = _tools_chars.get(id(tools))
     if hit is None or hit[0] is not tools:
+        if len(_tools_chars) > 32:  # many distinct lists (tests): stay bounded
+            _tools_chars.clear()
         hit = _tools_chars[id(tools)] = (tools, len(json.dumps(tools)))
     return hit[1]
 
@@ -168,14 +212,19 @@ class ScriptedModel:
 
     def _tool_call(self, turn_no: int, i: int, planned: PlannedCall) -> tuple[ToolCall, int]:
         call_id = f"call-{turn_no:03d}-{i}"
-        arguments: dict[str, Any] | str
-        arguments, size = _resolve_sized(planned.call.arguments, self._refs)
+        has_refs, size = _call_memo.get(planned.call, _call_info)
+        arguments: dict[str, Any] | str = planned.call.arguments
+        if has_refs:
+            arguments, size = _resolve_sized(arguments, self._refs)
+            size += len(planned.call.name)
+        # Without refs the bank's own argument object is passed on as is: nothing downstream
+        # mutates tool-call arguments (the workspace copies what it stores).
         if planned.malformed:
             # Broken JSON, as a model that loses track of its quoting emits it.
             arguments = json.dumps(arguments)[:-1]
         elif planned.ref_index is not None:
             self._pending[call_id] = planned.ref_index
-        return ToolCall(call_id, planned.call.name, arguments), size + len(planned.call.name)
+        return ToolCall(call_id, planned.call.name, arguments), size
 
     async def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig

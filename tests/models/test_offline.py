@@ -131,3 +131,18 @@ def test_other_names_go_to_the_litellm_adapter() -> None:
         model_slug("openai/gpt-5-mini") == "gpt-5-mini"
         and model_slug("apiflow/sim:weak") == "apiflow-sim-weak"
     )
+
+
+def test_script_memo_does_not_keep_tasks_alive() -> None:
+    import gc
+
+    from apiflow.models import offline
+
+    task = task_with(3)
+    first = offline.golden_turns(task)
+    assert offline.golden_turns(task) is first  # derived once per task object
+    _all_turns(make_model("apiflow/oracle", task, seed=0))
+    before = len(offline._script_memo._items)
+    del task, first
+    gc.collect()
+    assert len(offline._script_memo._items) == before - 1
