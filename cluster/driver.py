@@ -46,25 +46,30 @@ def absolute_paths(spec: GridSpec, base: Path | None = None) -> GridSpec:
 
 
 class Ray:
-    """Connect to a cluster, or start (and later stop) a private local one."""
+    """Connect to a cluster, or start (and later stop) a private local one.
+
+    ``APIFLOW_RAY_TEMP_DIR`` names the private Ray's temp dir (tests use it to find and stop
+    exactly the processes they started); by default a fresh ``/tmp/apiflow-ray-*``.
+    """
 
     def __init__(self, address: str | None) -> None:
         import ray
 
         self.ray = ray
         self.started_here = False
+        if ray.is_initialized():
+            return  # the caller (a test, a notebook) already holds a Ray session
         if address is None and not os.environ.get("RAY_ADDRESS"):
-            temp_dir = tempfile.mkdtemp(prefix="apiflow-ray-")
+            temp_dir = os.environ.get("APIFLOW_RAY_TEMP_DIR") or tempfile.mkdtemp(prefix="apiflow-ray-")
             ray.init(
                 num_cpus=os.cpu_count() or 2,
                 include_dashboard=False,
                 _temp_dir=temp_dir,
                 logging_level="ERROR",
                 log_to_driver=False,
-                configure_logging=True,
             )
             self.started_here = True
-        elif not ray.is_initialized():
+        else:
             ray.init(address=address or os.environ.get("RAY_ADDRESS"), logging_level="ERROR")
 
     def cpus(self) -> int:

@@ -54,7 +54,7 @@ def build_manifest(spec: GridSpec, bank: Bank, prices: PriceTable, planned: int)
 
     return {
         "grid_id": grid_id(spec, bank),
-        "grid": spec.model_dump(mode="json", exclude={"storage_options"}),
+        "grid": _public(spec),
         "bank": {"name": bank.name, "hash": bank.hash, "tasks": len(bank.tasks)},
         "price_table": {"version": prices.version, "hash": prices.hash},
         "agent_version": agent_version(trial_limits(spec)),
@@ -64,6 +64,15 @@ def build_manifest(spec: GridSpec, bank: Bank, prices: PriceTable, planned: int)
         "git": git_state(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _public(spec: GridSpec) -> dict[str, Any]:
+    """The spec without secrets: transport params and storage options keep their keys only."""
+    data = spec.model_dump(mode="json")
+    data["storage_options"] = {k: "<set>" for k in data["storage_options"]}
+    for model in data["models"]:
+        model["params"] = {k: "<set>" for k in model["params"]}
+    return data
 
 
 def attempt_info(run_id: str, flags: dict[str, Any]) -> dict[str, Any]:

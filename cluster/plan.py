@@ -2,8 +2,8 @@
 
 The trial id is the agent's ``trial_id_for`` over everything that decides a trial's output
 (bank hash, task, model slug and route, epoch, seed, agent version = prompts + limits,
-tool-schema hash). Generation parameters are folded into the route argument when set, so
-changing temperature or ``max_tokens`` makes new trials. The planner is the authority: the
+tool-schema hash). Generation knobs (temperature, ``max_tokens``, extras) are folded into the
+route argument when set, so changing them makes new trials; transport params are not. The planner is the authority: the
 worker stamps the planned id on the record it stores.
 """
 
@@ -47,9 +47,9 @@ def trial_limits(spec: GridSpec) -> TrialLimits:
 
 
 def model_route(model: GridModel) -> str:
-    """The ``model_api`` argument of the trial id: the route, plus a digest of non-default params."""
-    knobs = {"params": model.params, "temperature": model.temperature, "max_tokens": model.max_tokens}
-    if knobs == {"params": {}, "temperature": 1.0, "max_tokens": None}:
+    """The ``model_api`` argument of the trial id: the route, plus a digest of non-default generation knobs."""
+    knobs = {"extra": model.extra, "temperature": model.temperature, "max_tokens": model.max_tokens}
+    if knobs == {"extra": {}, "temperature": 1.0, "max_tokens": None}:
         return model.model
     return f"{model.model}#{canonical_hash(knobs)[:16]}"
 

@@ -35,8 +35,8 @@ class GridSummary:
 
     @property
     def complete(self) -> bool:
-        """Every planned trial is stored."""
-        return self.already_done + self.tally.stored == self.planned
+        """Every planned trial is stored (duplicates: stored by an attempt whose actor then died)."""
+        return self.already_done + self.tally.stored + self.tally.duplicates == self.planned
 
     def lines(self, dry_run: bool = False) -> list[str]:
         """The summary as printed at the end of a run."""
@@ -45,7 +45,7 @@ class GridSummary:
             return [
                 f"dry run: {self.planned - self.already_done} of {self.planned} trials would run; nothing started"
             ]
-        stored_total = self.already_done + t.stored
+        stored_total = self.already_done + t.stored + t.duplicates
         out = [
             f"grid {self.spec.name}: {stored_total}/{self.planned} trials stored "
             f"({self.already_done} already, {t.stored} now) in {self.wall_s:.1f}s -> {self.spec.out}",
@@ -53,7 +53,7 @@ class GridSummary:
             + (f" ({t.passed / t.scored:.1%})" if t.scored else "")
             + f"; harness/provider outcomes {t.harness} (excluded from scores, retried on resume)",
             f"  spend ${t.spent_usd:.4f}; provider retries {t.retries}; re-queued after actor loss {t.requeued}"
-            + (f"; duplicates skipped {t.duplicates}" if t.duplicates else ""),
+            + (f"; found already stored on re-queue {t.duplicates}" if t.duplicates else ""),
         ]
         if self.phases:
             out.append("  time: " + ", ".join(f"{k[:-2]} {v:.1f}s" for k, v in self.phases.items()))

@@ -27,9 +27,12 @@ class GridModel(BaseModel):
     Attributes:
         model: ``apiflow/...`` offline model or a litellm model id (``openai/gpt-5-mini``).
         slug: Leaderboard slug recorded as ``model`` (default derived from ``model``).
-        params: Provider parameters for litellm (``api_base``, ``timeout``, ...); part of the trial id.
+        params: Transport parameters for litellm (``api_base``, ``api_key``, ``timeout``, ...): where
+            and how to call, not what to generate, so NOT part of the trial id (moving a provider
+            endpoint keeps a resume valid). Never written to the manifest (keys only).
         temperature: Sampling temperature (part of the trial id).
-        max_tokens: Output cap per call (also the worst case the budget reserves).
+        max_tokens: Output cap per call (part of the trial id; also the worst case the budget reserves).
+        extra: Further generation arguments (``reasoning_effort``, ``top_p``...); part of the trial id.
         provider: Rate-limit key (default: the litellm route prefix; offline models have none).
     """
 
@@ -40,6 +43,7 @@ class GridModel(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     temperature: float = 1.0
     max_tokens: int | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
     provider: str = ""
 
     @model_validator(mode="after")
@@ -180,7 +184,7 @@ class GridSpec(BaseModel):
         """The fields that decide which trials exist and what they produce."""
         return {
             "bank_hash": self.bank_hash,
-            "models": [m.model_dump(mode="json", exclude={"provider"}) for m in self.models],
+            "models": [m.model_dump(mode="json", exclude={"provider", "params"}) for m in self.models],
             "tasks": self.tasks.model_dump(mode="json"),
             "epochs": self.epochs,
             "seed": self.seed,

@@ -88,9 +88,9 @@ class TrialRunner:
 
     def _model(self, grid_model: GridModel, index: int, planned: PlannedTrial) -> Any:
         task = self.bank.task(planned.task_id)
-        model = make_model(
-            grid_model.model, task, trial_seed(planned.seed, task.id, planned.epoch), grid_model.params
-        )
+        # The provider SDK's own retries off (openai's default is 2): the retry hook is the only layer.
+        params = grid_model.params if grid_model.offline else {"max_retries": 0, **grid_model.params}
+        model = make_model(grid_model.model, task, trial_seed(planned.seed, task.id, planned.epoch), params)
         if not grid_model.offline:
             gate = self.gates.get(grid_model.provider)
             model.retry = retry_hook(self.policy, ActorCallGate(gate) if gate is not None else None)  # type: ignore[attr-defined]
@@ -120,7 +120,7 @@ class TrialRunner:
                 run_id=self.run_id,
                 limits=self.limits,
                 model_slug=grid_model.slug,
-                config=GenerateConfig(temperature=grid_model.temperature, max_tokens=grid_model.max_tokens),
+                config=GenerateConfig(grid_model.temperature, grid_model.max_tokens, dict(grid_model.extra)),
             )
         block = record.apiflow
         block.trial_id = planned.trial_id  # the planner's id is the storage key (it also covers params)

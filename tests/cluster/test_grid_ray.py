@@ -1,0 +1,233 @@
+"""The grid runner on a real (in-process) Ray with real storage: local folders and moto S3.
+
+Done-when checks of issue 4: one row per trial id; a killed actor loses nothing; SIGKILL of
+the driver then a rerun gives no duplicate, no lost trial and the same aggregate; a budget cap
+stops new trials within the in-flight reservations; provider faults are retried and recorded.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from apiflow.bank import DEFAULT_BANK, load_bank
+from apiflow.results.store import ResultStore
+from cluster.driver import run_grid
+from cluster.plan import plan_grid
+from cluster.spec import GridSpec
+
+from conftest import ROOT, children, cmdline, kill_all, pids_mentioning
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+OFFLINE = ["apiflow/oracle", "apiflow/sim:strong", "apiflow/sim:weak"]
+
+
+def grid(out: str, **changes) -> GridSpec:
+    data = {
+        "name": "t",
+        "bank": str(DEFAULT_BANK),
+        "models": [{"model": m} for m in OFFLINE],
+        "epochs": 2,
+        "out": out,
+        "price_table": str(ROOT / "configs/prices/2026-12.yaml"),
+        "concurrency": {"actors": 2, "batch": 8},
+    }
+    data.update(changes)
+    return GridSpec.model_validate(data)
+
+
+def row_objects(out: str) -> list[str]:
+    return [f for _, _, fs in os.walk(Path(out) / "rows") for f in fs if f.endswith(".parquet")]
+
+
+def aggregate(store: ResultStore) -> dict:
+    rows = store.read_rows().to_pylist()
+    per_model = collections.Counter((r["model"], r["passed"]) for r in rows)
+    by_trial = {r["trial_id"]: (r["verdict"], r["tokens_total"], r["n_messages"]) for r in rows}
+    return {"per_model": dict(per_model), "by_trial": by_trial}
+
+
+@pytest.mark.parametrize("where", ["local", pytest.param("s3", marks=pytest.mark.s3)])
+def test_grid_completes_with_exactly_one_row_per_trial(ray_session, tmp_path, where, request):
+    if where == "s3":
+        url, options = request.getfixturevalue("s3_out")
+        spec = grid(url, storage_options=options)
+    else:
+        spec = grid(str(tmp_path / "out"))
+    summary = run_grid(spec, progress=False)
+    planned = {t.trial_id for t in plan_grid(spec, load_bank(DEFAULT_BANK))}
+    store = ResultStore(spec.out, spec.storage_options)
+    rows = store.read_rows()
+    assert summary.complete and summary.tally.stored == len(planned) == 78
+    assert rows.num_rows == len(planned) and set(rows.column("trial_id").to_pylist()) == planned
+    assert store.done_ids() == planned
+    assert store.read_manifest()["planned_trials"] == 78
+    again = run_grid(spec, progress=False)  # resume of a complete grid: nothing to do
+    assert again.already_done == 78 and again.tally.done == 0
+
+
+def test_an_actor_killed_mid_run_loses_nothing(ray_session, tmp_path):
+    spec = grid(str(tmp_path / "out"), tasks={"count": 130}, epochs=2, concurrency={"actors": 2, "batch": 4})
+    planned = {t.trial_id for t in plan_grid(spec, load_bank(DEFAULT_BANK))}
+    result = {}
+    runner = threading.Thread(target=lambda: result.setdefault("summary", run_grid(spec, progress=False)))
+    runner.start()
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and time.monotonic() < deadline and runner.is_alive():
+        if len(row_objects(spec.out)) >= 60:
+            workers = [p for p in children(os.getpid()) if cmdline(p).startswith("ray::TrialWorker")]
+            if workers:
+                killed = workers[0]
+                os.kill(killed, signal.SIGKILL)
+        time.sleep(0.05)
+    runner.join(timeout=240)
+    assert killed is not None, "the grid finished before an actor could be killed"
+    summary = result["summary"]
+    store = ResultStore(spec.out)
+    assert store.done_ids() == planned and len(row_objects(spec.out)) == len(planned) == 780
+    assert summary.complete
+
+
+def _write_grid(path: Path, spec: GridSpec) -> Path:
+    path.write_text(yaml.safe_dump(spec.model_dump(mode="json")))
+    return path
+
+
+def test_driver_sigkill_then_rerun_gives_the_uninterrupted_aggregate(ray_session, tmp_path):
+    reference = grid(str(tmp_path / "reference"), tasks={"count": 100})
+    run_grid(reference, progress=False)
+    spec = grid(str(tmp_path / "killed"), tasks={"count": 100})
+    grid_file = _write_grid(tmp_path / "grid.yaml", spec)
+    ray_dir = tempfile.mkdtemp(prefix="afk-", dir="/tmp")
+    env = {**os.environ, "APIFLOW_RAY_TEMP_DIR": ray_dir, "RAY_ADDRESS": ""}
+    env.pop("RAY_ADDRESS")
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "cluster.driver", str(grid_file), "--no-progress"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while len(row_objects(spec.out)) < 80 and time.monotonic() < deadline and driver.poll() is None:
+            time.sleep(0.05)
+        assert driver.poll() is None, "the driver finished before it could be killed"
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+    finally:
+        kill_all(pids_mentioning(ray_dir))  # the private Ray the killed driver had started
+    stored_at_kill = len(row_objects(spec.out))
+    assert 0 < stored_at_kill < 600
+    summary = run_grid(spec, progress=False)
+    assert summary.already_done >= stored_at_kill and summary.complete
+    store = ResultStore(spec.out)
+    assert len(row_objects(spec.out)) == 600 == len(store.done_ids())
+    assert aggregate(store) == aggregate(ResultStore(reference.out))
+
+
+def test_budget_cap_stops_new_trials_within_the_reservations(ray_session, tmp_path):
+    table = yaml.safe_load((ROOT / "configs/prices/2026-12.yaml").read_text())
+    table["version"] = "test-nominal"
+    table["models"]["apiflow/*"] = {
+        "input": 10.0,
+        "output": 30.0,
+        "cache_read": 1.0,
+        "cache_write": 0.0,
+        "reasoning": 30.0,
+    }
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(yaml.safe_dump(table))
+    spec = grid(str(tmp_path / "out"), price_table=str(prices), budget_usd=1.0, tasks={"count": 60},
+                models=[{"model": m, "max_tokens": 512} for m in OFFLINE])  # fmt: skip
+    summary = run_grid(spec, progress=False)
+    store = ResultStore(spec.out)
+    rows = store.read_rows().to_pylist()
+    failures = store.read_rows(failures=True).to_pylist()
+    spent = sum(r["cost_usd"] for r in rows) + sum(r["cost_usd"] for r in failures)
+    assert summary.budget_reached and summary.not_started > 0
+    assert 0 < len(rows) < summary.planned
+    assert summary.ledger["spent_usd"] == pytest.approx(spent)  # the ledger saw every priced call
+    assert spent <= 1.0  # reservations are worst cases: never past the cap
+    assert any("BUDGET REACHED" in line for line in summary.lines())
+    assert all(r["harness"] and r["termination"] == "provider_error" for r in failures)
+
+
+def test_provider_faults_are_retried_and_recorded(ray_session, tmp_path):
+    from apiflow.models.standin_server import StandinConfig, StandinServer
+
+    faults = StandinConfig(p_429=0.1, p_500=0.15, p_timeout=0.04, timeout_s=3.0, seed=3)
+    with StandinServer(faults) as url:
+        params = {"api_base": url, "api_key": "sk-standin", "timeout": 1.5}
+        spec = grid(
+            str(tmp_path / "out"),
+            models=[{"model": "openai/apiflow/sim:ace", "slug": "standin-ace", "params": params}],
+            tasks={"ids": ["sample-w01-sub01", "sample-w01-sub02", "sample-w01-chain-1to03"]},
+            epochs=2,
+            ratelimits={"openai": {"rpm": 6000}},
+            concurrency={"actors": 1, "trials_per_actor": 8},  # one litellm import (seconds) is enough
+            retry={"max_attempts": 12, "base_s": 0.05, "max_wait_s": 0.3, "max_elapsed_s": 60},
+            price_table=str(_offline_priced(tmp_path, "openai/apiflow/*")),
+        )
+        summary = run_grid(spec, progress=False)
+    store = ResultStore(spec.out)
+    rows = store.read_rows().to_pylist()
+    assert summary.complete and len(rows) == 6
+    assert sum(r["retries"] for r in rows) == summary.tally.retries > 0
+    logged = [
+        r for row in rows for r in store.read_transcript("standin-ace", row["trial_id"])["apiflow"]["retries"]
+    ]
+    assert {r["status"] for r in logged} & {429, 500} and all(r["wait_s"] >= 0 for r in logged)
+    assert summary.gates and summary.gates[0]["acquired"] >= sum(r["model_calls"] for r in rows)
+
+
+def test_exhausted_retries_are_provider_outcomes_retried_on_resume(ray_session, tmp_path):
+    from apiflow.models.standin_server import StandinConfig, StandinServer
+
+    prices = _offline_priced(tmp_path, "openai/apiflow/*")
+    with StandinServer(StandinConfig(p_500=1.0)) as url:
+        spec = grid(
+            str(tmp_path / "out"),
+            models=[
+                {
+                    "model": "openai/apiflow/oracle",
+                    "slug": "down",
+                    "params": {"api_base": url, "api_key": "k"},
+                }
+            ],
+            tasks={"ids": ["sample-w01-sub01", "sample-w01-sub02"]},
+            epochs=1,
+            retry={"max_attempts": 2, "base_s": 0.01, "max_wait_s": 0.02},
+            concurrency={"actors": 1},
+            price_table=str(prices),
+        )
+        down = run_grid(spec, progress=False)
+    store = ResultStore(spec.out)
+    assert down.tally.harness == 2 and not down.complete and store.done_ids() == set()
+    assert len(store.failed_ids()) == 2
+    with StandinServer(StandinConfig()) as url:  # the provider is back: a resume retries them
+        healed = spec.model_copy(
+            update={
+                "models": [spec.models[0].model_copy(update={"params": {"api_base": url, "api_key": "k"}})]
+            }
+        )
+        again = run_grid(healed, progress=False)
+    assert again.tally.stored == 2 and store.failed_ids() == set()
+
+
+def _offline_priced(tmp_path: Path, pattern: str) -> Path:
+    table = yaml.safe_load((ROOT / "configs/prices/2026-12.yaml").read_text())
+    table["models"][pattern] = dict(table["models"]["apiflow/*"])
+    path = tmp_path / "prices.yaml"
+    path.write_text(json.dumps(table))
+    return path
