@@ -20,14 +20,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from clusterkit import ROOT, children, cmdline, kill_all, pids_mentioning
 
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.results.store import ResultStore
 from cluster.driver import run_grid
 from cluster.plan import plan_grid
 from cluster.spec import GridSpec
-
-from conftest import ROOT, children, cmdline, kill_all, pids_mentioning
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
