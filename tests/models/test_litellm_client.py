@@ -196,3 +196,20 @@ def test_message_conversion_and_argument_parsing() -> None:
     assert converted[2]["content"] == "Looking." and converted[-1] == {"role": "assistant", "content": None}
     assert parse_arguments("") == {} and parse_arguments('{"a": 1}') == {"a": 1}
     assert parse_arguments("[1]") == "[1]" and parse_arguments("{oops") == "{oops"
+
+
+def test_anthropic_style_usage_splits_cache_reads_and_writes() -> None:
+    configure_litellm()
+    import litellm
+
+    from apiflow.models.litellm_client import usage_from_response
+
+    usage = litellm.Usage(
+        prompt_tokens=26 + 85_791 + 5_492,
+        completion_tokens=2_829,
+        total_tokens=94_138,
+        cache_read_input_tokens=85_791,
+        cache_creation_input_tokens=5_492,
+    )
+    assert usage_from_response(usage) == Usage(input=26, output=2_829, cache_read=85_791, cache_write=5_492)
+    assert usage_from_response(None) == Usage()
