@@ -66,9 +66,7 @@ def check_solo(
 
 def check_chains(chains: list[Task], world: WorldDef, subs: dict[int, Task], log: GateLog) -> None:
     """Every chain gate for a world's chains."""
-    chain_gates.forward(chains, world, log)
-    for chain in chains:
-        chain_gates.negatives(chain, world, subs, log)
+    chain_gates.check(chains, world, subs, log)
 
 
 def verify_bank(bank: Any, *, oracle_model: str | None = None) -> GateLog:

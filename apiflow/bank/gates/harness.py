@@ -8,6 +8,7 @@ own tests cover the loop.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Iterable
@@ -52,17 +53,66 @@ class Script:
     answer: str
 
 
+def fork_workspace(workspace: Workspace) -> Workspace:
+    """A copy of a workspace that evolves independently.
+
+    Entities, exchanges and variable values are never changed in place once stored (a
+    write or edit stores a new entity), so the copy shares them and copies only the
+    containers, the id generator and the clock. Falls back to a deep copy if the
+    workspace's layout is not the one this relies on.
+    """
+    try:
+        twin = copy.copy(workspace)
+        twin._entities = dict(workspace._entities)  # noqa: SLF001
+        twin._vars = copy.copy(workspace._vars)  # noqa: SLF001
+        twin._vars.by_scope = {k: dict(v) for k, v in workspace._vars.by_scope.items()}  # noqa: SLF001
+        twin.changed_variables = set(workspace.changed_variables)
+        twin.exchanges = list(workspace.exchanges)
+        twin.ids = copy.deepcopy(workspace.ids)
+        twin.clock = copy.copy(workspace.clock)
+        return twin
+    except (AttributeError, TypeError):
+        return copy.deepcopy(workspace)
+
+
+_SPECS: dict[int, tuple[WorldDef, dict[str, Any]]] = {}
+
+
+def _spec(session: WorldSession) -> dict[str, Any]:
+    """The spec entity content, built once per world (the workspace copies it on entry)."""
+    key = id(session.world)
+    cached = _SPECS.get(key)
+    if cached is None or cached[0] is not session.world:
+        cached = _SPECS[key] = (session.world, session.spec_content())
+    return cached[1]
+
+
 class Run:
     """One scripted trial in progress: fresh world session, workspace and toolbox."""
 
     def __init__(self, task: Task, world: WorldDef, id_seed: int = 0) -> None:
         self.task = task
         self.session = WorldSession(world, seed=id_seed, state_overrides=task.world_state)
-        self.workspace = Workspace(task.seed, self.session.spec_content(), id_seed)
+        self.workspace = Workspace(task.seed, _spec(self.session), id_seed)
         self.toolbox = Toolbox(self.workspace, self.session.send)
         self.messages: list[dict[str, Any]] = []
         self.refs: dict[int, str] = {}
         self._n = 0
+
+    def clone(self) -> Run:
+        """An independent copy of this run so far (world state, workspace, messages, refs).
+
+        World state is persistent (never mutated in place) and shared; the workspace is
+        deep-copied. A clone continued with calls C is the same trial as replaying the
+        prefix and then C, without paying for the prefix again.
+        """
+        twin = copy.copy(self)
+        twin.session = copy.copy(self.session)
+        twin.workspace = fork_workspace(self.workspace)
+        twin.toolbox = Toolbox(twin.workspace, twin.session.send)
+        twin.messages = list(self.messages)
+        twin.refs = dict(self.refs)
+        return twin
 
     def feed(self, calls: Iterable[tuple[Call, int | None]]) -> None:
         """Send tool calls in order (string arguments are passed as the model sent them)."""
@@ -104,14 +154,8 @@ class Run:
         return grade(self.task.predicates, self.task.checkpoints, self.task.constraints, evidence)
 
 
-def golden_calls(
-    task: Task,
-    *,
-    skip: int | None = None,
-    decoy_at: set[int] | None = None,
-    replace: tuple[str, str] | None = None,
-    segments: set[int] | None = None,
-) -> list[tuple[Call, int | None]]:
+def golden_calls(task: Task, *, skip: int | None = None, decoy_at: set[int] | None = None,
+                 replace: tuple[str, str] | None = None, segments: set[int] | None = None) -> list[tuple[Call, int | None]]:
     """The golden script as calls, with a step skipped, decoys swapped in, or a value replaced.
 
     Args:
@@ -121,7 +165,15 @@ def golden_calls(
         replace: ``(live, stale)``: substitute ``stale`` for ``live`` in the selected steps' arguments.
         segments: Restrict ``replace`` to steps of these chain segments (None: all steps).
     """
-    out: list[tuple[Call, int | None]] = []
+    return [(call, ref) for call, ref, _ in golden_plan(task, skip=skip, decoy_at=decoy_at, replace=replace,
+                                                        segments=segments)]
+
+
+def golden_plan(task: Task, *, skip: int | None = None, decoy_at: set[int] | None = None,
+                replace: tuple[str, str] | None = None,
+                segments: set[int] | None = None) -> list[tuple[Call, int | None, int]]:
+    """Like ``golden_calls``, each call tagged with the index of the golden step it comes from."""
+    out: list[tuple[Call, int | None, int]] = []
     n = 0
     for index, step in enumerate(task.golden):
         if index == skip:
@@ -137,9 +189,9 @@ def golden_calls(
             args = call.arguments
             if replace is not None and (segments is None or step.segment in segments):
                 args = json.loads(json.dumps(args).replace(replace[0], replace[1]))
-            out.append(({"name": call.name, "arguments": args}, ref))
+            out.append(({"name": call.name, "arguments": args}, ref, index))
         if swap:
-            out += [({"name": c.name, "arguments": c.arguments}, None) for c in step.decoy or ()]
+            out += [({"name": c.name, "arguments": c.arguments}, None, index) for c in step.decoy or ()]
     return out
 
 
