@@ -12,7 +12,7 @@ from apiflow.analysis.cost import mean_cost_by_model, pareto_frontier, trial_cos
 from apiflow.analysis.failures import composition, failure_classes
 from apiflow.analysis.null_model import null_model, world_sums
 from apiflow.analysis.screen import screen_cells
-from apiflow.analysis.slices import paired_differences, slice_stats
+from apiflow.analysis.slices import SliceStats, paired_differences, slice_stats
 from apiflow.analysis.trials import Trials
 from apiflow.analysis.variation import variance_split, world_model_table
 from apiflow.results.prices import PriceTable
@@ -45,25 +45,7 @@ def summarize(trials: Trials, options: ReportOptions) -> dict:
     return {
         "summary_version": SUMMARY_VERSION,
         "meta": _meta(trials, options),
-        "pass_rates": {
-            "all": slice_stats(trials, np.ones(trials.n, bool), resamples).as_dict(trials),
-            "solo": solo.as_dict(trials),
-            "chains": {
-                "inclusive": slice_stats(trials, trials.chain, resamples).as_dict(trials),
-                "clean": slice_stats(trials, trials.chain & clean, resamples).as_dict(trials),
-            },
-            "by_length": {
-                str(k): {
-                    "inclusive": slice_stats(trials, trials.chain & (trials.length == k), resamples).as_dict(
-                        trials
-                    ),
-                    "clean": slice_stats(
-                        trials, trials.chain & (trials.length == k) & clean, resamples
-                    ).as_dict(trials),
-                }
-                for k in chain_lengths
-            },
-        },
+        "pass_rates": _pass_rates(trials, resamples, solo, clean, chain_lengths),
         "screen": screen.as_dict(),
         "headline": {
             "length": headline_k,
@@ -95,6 +77,26 @@ def summarize(trials: Trials, options: ReportOptions) -> dict:
         },
         "cost": _cost(trials, options),
         "variation": _variation(trials, headline, clean),
+    }
+
+
+def _pass_rates(
+    trials: Trials, resamples: WorldResamples, solo: SliceStats, clean: np.ndarray, lengths: list[int]
+) -> dict:
+    def stats(mask: np.ndarray) -> dict:
+        return slice_stats(trials, mask, resamples).as_dict(trials)
+
+    return {
+        "all": stats(np.ones(trials.n, bool)),
+        "solo": solo.as_dict(trials),
+        "chains": {"inclusive": stats(trials.chain), "clean": stats(trials.chain & clean)},
+        "by_length": {
+            str(k): {
+                "inclusive": stats(trials.chain & (trials.length == k)),
+                "clean": stats(trials.chain & (trials.length == k) & clean),
+            }
+            for k in lengths
+        },
     }
 
 
