@@ -57,19 +57,10 @@ def _schemas_and_hash() -> tuple[list[dict[str, Any]], str]:
     return schemas, hashlib.sha256(json.dumps(schemas, sort_keys=True).encode()).hexdigest()
 
 
-def _tokens(outcome: LoopOutcome) -> tuple[Tokens, TokensDetail]:
+def _published_tokens(outcome: LoopOutcome) -> Tokens:
+    """The published block: ``cache`` = cache reads, ``total = input + output + cache``."""
     u = outcome.usage
-    published = Tokens(
-        input=u.input, output=u.output, cache=u.cache_read, total=u.input + u.output + u.cache_read
-    )
-    detail = TokensDetail(
-        input=u.input,
-        output=u.output,
-        cache_read=u.cache_read,
-        cache_write=u.cache_write,
-        reasoning=u.reasoning,
-    )
-    return published, detail
+    return Tokens(input=u.input, output=u.output, cache=u.cache_read, total=u.input + u.output + u.cache_read)
 
 
 class _Trial:
@@ -155,9 +146,12 @@ async def run_trial(
         outcome.termination = Termination.HARNESS_ERROR
         outcome.harness_error = harness_error_text(exc)
         graded = None
-    duration = round(time.perf_counter() - started, 3)
-    tokens, detail = _tokens(outcome)
     version = agent_version(limits)
+    block = _apiflow_block(outcome, graded, bank_name=bank_name, bank_hash=bank_hash, seed=seed)
+    block.agent_version, block.tool_schema_hash = version, tool_schema_hash
+    block.trial_id = trial_id_for(
+        bank_hash, task.id, model_slug, model.model_api, epoch, seed, version, tool_schema_hash
+    )
     return TrialRecord(
         model=model_slug,
         model_api=model.model_api,
@@ -166,32 +160,42 @@ async def run_trial(
         verdict=graded.verdict if graded is not None else "",
         passed=graded.passed if graded is not None else None,
         failure_reason=graded.failure_reason if graded is not None else "",
-        tokens=tokens,
-        duration_s=duration,
+        tokens=_published_tokens(outcome),
+        duration_s=round(time.perf_counter() - started, 3),
         messages=trial.messages,
         verifier=graded.verifier if graded is not None else None,
         provenance=Provenance(run_id=run_id, epoch=epoch, created=created),
-        apiflow=ApiflowBlock(
-            trial_id=trial_id_for(
-                bank_hash, task.id, model_slug, model.model_api, epoch, seed, version, tool_schema_hash
-            ),
-            bank=bank_name,
-            bank_hash=bank_hash,
-            seed=seed,
-            termination=outcome.termination,
-            limit=outcome.limit,
-            model_calls=outcome.model_calls,
-            tool_calls=outcome.tool_calls,
-            tool_errors=outcome.tool_errors,
-            parse_errors=outcome.parse_errors,
-            tokens=detail,
-            provider_cost_usd=outcome.provider_cost_usd,
-            retries=outcome.retries,
-            harness_error=outcome.harness_error,
-            grader=GRADING_RULES if graded is not None else None,
-            agent_version=version,
-            tool_schema_hash=tool_schema_hash,
+        apiflow=block,
+    )
+
+
+def _apiflow_block(
+    outcome: LoopOutcome, graded: Any, *, bank_name: str, bank_hash: str, seed: int
+) -> ApiflowBlock:
+    """Our block: termination, counts, tokens by kind, retries (identity fields set by the caller)."""
+    u = outcome.usage
+    return ApiflowBlock(
+        trial_id="",
+        bank=bank_name,
+        bank_hash=bank_hash,
+        seed=seed,
+        termination=outcome.termination,
+        limit=outcome.limit,
+        model_calls=outcome.model_calls,
+        tool_calls=outcome.tool_calls,
+        tool_errors=outcome.tool_errors,
+        parse_errors=outcome.parse_errors,
+        tokens=TokensDetail(
+            input=u.input,
+            output=u.output,
+            cache_read=u.cache_read,
+            cache_write=u.cache_write,
+            reasoning=u.reasoning,
         ),
+        provider_cost_usd=outcome.provider_cost_usd,
+        retries=outcome.retries,
+        harness_error=outcome.harness_error,
+        grader=GRADING_RULES if graded is not None else None,
     )
 
 
