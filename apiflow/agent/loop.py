@@ -12,6 +12,7 @@ refs) go back to it as tool errors and are counted.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -22,6 +23,8 @@ from apiflow.results.record import Termination
 LimitName = Literal["messages", "tool_calls", "tokens", "time"]
 
 _ABSTAIN_TOOLS = {"clarify": Termination.CLARIFY, "report_blocked": Termination.REPORT_BLOCKED}
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +234,8 @@ async def run_loop(
         loop.out.retries.extend(exc.retries)
         loop.out.harness_error = harness_error_text(exc)
     except Exception as exc:  # noqa: BLE001 - a harness bug: recorded and counted, never a model failure
+        # Loud for whoever runs the harness (full traceback), recorded on the trial, counted apart.
+        logger.exception("harness error in the trial loop")
         loop.out.termination = Termination.HARNESS_ERROR
         loop.out.harness_error = harness_error_text(exc)
     return loop.out

@@ -11,6 +11,7 @@ import asyncio
 import functools
 import hashlib
 import json
+import logging
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +32,8 @@ from apiflow.results.record import (
 from apiflow.world import WorldDef, WorldSession
 
 GRADING_RULES = "published-1.0"
+
+logger = logging.getLogger(__name__)
 
 
 def _grader() -> Any:
@@ -143,6 +146,7 @@ async def run_trial(
         if outcome.termination not in (Termination.PROVIDER_ERROR, Termination.HARNESS_ERROR):
             graded = trial.grade()
     except Exception as exc:  # noqa: BLE001 - setup or grading fault: a harness outcome, never the model's
+        logger.exception("harness error while setting up or grading %s", task.id)
         outcome.termination = Termination.HARNESS_ERROR
         outcome.harness_error = harness_error_text(exc)
         graded = None
