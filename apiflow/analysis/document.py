@@ -100,9 +100,14 @@ def headline_paragraphs(s: dict) -> list[str]:
         )
     head = s["headline"]
     if head["length"]:
+        clean = (
+            f"{pct_ci(head['clean'])} clean over {head['clean']['worlds']} worlds"
+            if head["clean"]["trials"]
+            else f"no clean trials (every length-{head['length']} cell is flagged)"
+        )
         out.append(
             f"Headline slice, length {head['length']}: {pct_ci(head['inclusive'])} inclusive over "
-            f"{head['inclusive']['worlds']} worlds, {pct_ci(head['clean'])} clean over {head['clean']['worlds']} worlds."
+            f"{head['inclusive']['worlds']} worlds, {clean}."
         )
         null = s["null_model"]["headline_clean"]
         if null["trials"]:
