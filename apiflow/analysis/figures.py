@@ -22,7 +22,7 @@ def _pct(x) -> float:
 def pass_vs_length(summary: dict, path: Path) -> None:
     """Observed chain pass rate by length (inclusive, clean) with 90% bands, and the null model."""
     lengths = sorted(int(k) for k in summary["pass_rates"]["by_length"])
-    fig, ax = plt.subplots(figsize=(8, 4.8))
+    fig, ax = plt.subplots(figsize=(8, 5.6))
     styles = {"inclusive": ("tab:blue", "o"), "clean": ("tab:green", "s")}
     for variant, (color, marker) in styles.items():
         rows = [summary["pass_rates"]["by_length"][str(k)][variant] for k in lengths]
@@ -51,8 +51,8 @@ def pass_vs_length(summary: dict, path: Path) -> None:
         ax.set_xticks(lengths)
     ax.set_title("Chain pass rate vs length: observed and independent-error prediction")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left", ncol=2)
-    fig.tight_layout()
+    fig.legend(fontsize=7, loc="lower center", ncol=3, frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))  # room for the legend under the axes
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
 
