@@ -2,7 +2,7 @@
 
 One command: ``.venv/bin/python bench/bench_ingest.py [--copies 100] [--workers 2]``.
 
-Copies ``tests/analysis/data/transcripts`` (42 trials, 1.8 MB) ``--copies`` times into a temp
+Copies ``tests/data/transcripts`` (42 trials, 1.8 MB) ``--copies`` times into a temp
 folder in the published layout ``<model>/<task>-t<N>.json``, warms the page cache, then
 measures in the same run:
 
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from apiflow.analysis.ingest import find_trial_files, ingest  # noqa: E402
 
-FIXTURES = ROOT / "tests" / "analysis" / "data" / "transcripts"
+FIXTURES = ROOT / "tests" / "data" / "transcripts"
 CORPUS_BYTES = 2.2e9
 TARGET_S = 60.0
 

@@ -2,7 +2,7 @@
 
 One command: ``.venv/bin/python bench/bench_regrade.py [--copies 72] [--workers 2]``.
 
-Copies ``tests/grading/data/transcripts`` (42 trials) ``--copies`` times into a temp
+Copies ``tests/data/transcripts`` (42 trials) ``--copies`` times into a temp
 folder, warms the page cache, then measures in the same run:
 
 * baseline: a plain ``json.load`` loop over every file (one process, no grading);
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from apiflow.grading.regrade import iter_trial_files, regrade  # noqa: E402
 
-FIXTURES = ROOT / "tests" / "grading" / "data" / "transcripts"
+FIXTURES = ROOT / "tests" / "data" / "transcripts"
 CORPUS_FILES = 56_037
 CORPUS_BYTES = 2.2e9
 TARGET_S = 30.0

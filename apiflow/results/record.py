@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any, Literal, NewType
+from typing import Any, Final, Literal, NewType
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION: Final = "1.0"
 BENCH_NAME = "apiflow"
 
 TrialId = NewType("TrialId", str)

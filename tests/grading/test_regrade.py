@@ -15,7 +15,7 @@ from apiflow.grading.regrade import regrade
 
 from .helpers import Script, card
 
-FIXTURES = Path(__file__).parent / "data" / "transcripts"
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 KIMI_K3 = FIXTURES / "kimi-k3" / "v56-w02-sub13-t3.json"
 
 
