@@ -58,11 +58,19 @@ def _continue(snapshot: Run, task: Task, *parts: Calls) -> bool:
     return run.grade(card_message(task.expected_card)).passed
 
 
-def _negatives(chain: Task, world: WorldDef, subs: dict[int, Task], snapshots: dict[int, Run],
-               golden: dict[int, Calls], log: GateLog) -> None:
+def _negatives(
+    chain: Task,
+    world: WorldDef,
+    subs: dict[int, Task],
+    snapshots: dict[int, Run],
+    golden: dict[int, Calls],
+    log: GateLog,
+) -> None:
     k = chain.length
     passed = _continue(snapshots[k - 2], chain, golden.get(k, []))
-    log.add(chain.id, "chain_skip_prev", not passed, f"skipping segment {k - 1} still passed" if passed else "")
+    log.add(
+        chain.id, "chain_skip_prev", not passed, f"skipping segment {k - 1} still passed" if passed else ""
+    )
     decoyed = _segments(chain, decoy_at=set(range(len(chain.golden))))
     for seg, label in ((k - 1, "chain_decoy_segK-1"), (k, "chain_decoy_segK")):
         if not any(s.decoy for s in chain.golden if s.segment == seg):

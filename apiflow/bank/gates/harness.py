@@ -154,8 +154,14 @@ class Run:
         return grade(self.task.predicates, self.task.checkpoints, self.task.constraints, evidence)
 
 
-def golden_calls(task: Task, *, skip: int | None = None, decoy_at: set[int] | None = None,
-                 replace: tuple[str, str] | None = None, segments: set[int] | None = None) -> list[tuple[Call, int | None]]:
+def golden_calls(
+    task: Task,
+    *,
+    skip: int | None = None,
+    decoy_at: set[int] | None = None,
+    replace: tuple[str, str] | None = None,
+    segments: set[int] | None = None,
+) -> list[tuple[Call, int | None]]:
     """The golden script as calls, with a step skipped, decoys swapped in, or a value replaced.
 
     Args:
@@ -165,13 +171,22 @@ def golden_calls(task: Task, *, skip: int | None = None, decoy_at: set[int] | No
         replace: ``(live, stale)``: substitute ``stale`` for ``live`` in the selected steps' arguments.
         segments: Restrict ``replace`` to steps of these chain segments (None: all steps).
     """
-    return [(call, ref) for call, ref, _ in golden_plan(task, skip=skip, decoy_at=decoy_at, replace=replace,
-                                                        segments=segments)]
+    return [
+        (call, ref)
+        for call, ref, _ in golden_plan(
+            task, skip=skip, decoy_at=decoy_at, replace=replace, segments=segments
+        )
+    ]
 
 
-def golden_plan(task: Task, *, skip: int | None = None, decoy_at: set[int] | None = None,
-                replace: tuple[str, str] | None = None,
-                segments: set[int] | None = None) -> list[tuple[Call, int | None, int]]:
+def golden_plan(
+    task: Task,
+    *,
+    skip: int | None = None,
+    decoy_at: set[int] | None = None,
+    replace: tuple[str, str] | None = None,
+    segments: set[int] | None = None,
+) -> list[tuple[Call, int | None, int]]:
     """Like ``golden_calls``, each call tagged with the index of the golden step it comes from."""
     out: list[tuple[Call, int | None, int]] = []
     n = 0

@@ -47,6 +47,17 @@ OPENERS = (
     "Ran into this while prepping the release:",
     "Heads up, this is blocking the {team}:",
     "Follow-up from yesterday's incident review:",
+    "Paging you because the {team} is stuck:",
+    "Carry-over from last sprint:",
+    "This came in overnight:",
+    "Need a hand with an integration bug:",
+    "From the {team} queue, priority high:",
+    "Small fire, should be quick:",
+    "Weekend handover note:",
+    "Customer-facing, so please treat as urgent:",
+    "Found while reviewing the dashboards:",
+    "Flagged by the QA run:",
+    "",
     "",
 )
 
