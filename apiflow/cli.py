@@ -21,6 +21,7 @@ _VERB_MODULES = (
     "apiflow.grading.cli",
     "apiflow.analysis.cli",
     "apiflow.gridcli",
+    "apiflow.serve.cli",
 )
 
 

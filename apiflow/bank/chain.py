@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from apiflow.bank.task import GoldenCall, GoldenStep, Task
-from apiflow.grading.spec import NewResponseSpec
+from apiflow.grading.spec import NewResponseSpec, PredicateSpec
 
 _REF = re.compile(r"\{\{ref:(\d+)\}\}")
 
@@ -60,7 +60,7 @@ def chain_golden(subs: list[Task]) -> list[GoldenStep]:
 def compose_chain(chain: ChainFile, subs: list[Task]) -> Task:
     """The full chain task from its file and subtasks 1..K (in order)."""
     last = subs[-1]
-    predicates = [
+    predicates: list[PredicateSpec] = [
         p.model_copy(update={"segment": p.segment if p.segment is not None else chain.length})
         for p in last.predicates
         if not isinstance(p, NewResponseSpec)

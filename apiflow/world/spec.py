@@ -18,7 +18,7 @@ def openapi_document(world: WorldDef) -> dict[str, Any]:
     for route in world.routes:
         if not route.in_spec:
             continue
-        security = [{"bearer": []}] if route.auth is not None else [{"none": []}]
+        security: list[dict[str, list[str]]] = [{"bearer": []}] if route.auth is not None else [{"none": []}]
         op = {"summary": route.summary, "security": security}
         paths.setdefault(route.path, {})[route.method.lower()] = op
     for path, ops in world.spec_extra_paths.items():
