@@ -148,3 +148,31 @@ def test_cli_build_verify_stats_and_a_corrupted_copy(
     assert f"FAIL manifest  tasks/{path.name}: content does not match its manifest sha256" in text
     assert "REFUSED" in text
     assert main(["bank", "build", "--seed", "9", "--out", str(out), "--worlds", "99"]) == 2
+
+
+@pytest.mark.slow
+def test_offline_models_rank_on_v1_and_chains_get_harder_with_length() -> None:
+    from apiflow.agent import run_trial_sync
+    from apiflow.models import OFFLINE_PROFILES, make_model
+
+    bank = v1()
+    tasks = [t for t in bank.tasks.values() if t.world in ("w01", "w06")]
+    rates: dict[str, float] = {}
+    by_len: dict[str, list[int]] = {"short": [0, 0], "long": [0, 0]}
+    for name in ["apiflow/oracle", "apiflow/blank", *(f"apiflow/sim:{p}" for p in OFFLINE_PROFILES)]:
+        passed = 0
+        for task in tasks:
+            for epoch in range(2):
+                record = run_trial_sync(task, bank.world_of(task), make_model(name, task, epoch), seed=epoch,
+                                        epoch=epoch + 1, bank_name=bank.name, bank_hash=bank.hash, run_id="t",
+                                        model_slug=name.replace("/", "-"))
+                passed += bool(record.passed)
+                if name == "apiflow/sim:ace" and task.kind == "chain":
+                    bucket = by_len["short" if task.length <= 8 else "long"]
+                    bucket[0] += bool(record.passed)
+                    bucket[1] += 1
+        rates[name] = passed / (2 * len(tasks))
+    assert rates["apiflow/oracle"] == 1.0 and rates["apiflow/blank"] == 0.0
+    sims = [rates[f"apiflow/sim:{p}"] for p in OFFLINE_PROFILES]
+    assert sims == sorted(sims, reverse=True)
+    assert by_len["short"][0] / by_len["short"][1] > by_len["long"][0] / by_len["long"][1]

@@ -49,21 +49,19 @@ def _vary_call(call: Call, rng: random.Random, server: str) -> Call:
 
 
 def _extras(rng: random.Random, task: Task) -> list[Call]:
+    """A harmless look-around between steps: a search, or reading a vault variable."""
     words = [w for w in task.prompt.replace("/", " ").split() if w.isalpha() and len(w) > 5]
-    extra: list[Call] = []
-    if rng.random() < 0.5:
-        extra.append({"name": "read", "arguments": {"entity_ref": {"kind": "spec", "id": "openapi"}}})
-    if rng.random() < 0.4 and words:
-        extra.append({"name": "search", "arguments": {"query": rng.choice(words).lower()}})
-    if rng.random() < 0.3:
-        extra.append({"name": "read", "arguments": {"entity_ref": "variable:client_id"}})
-    return extra
+    if words and rng.random() < 0.6:
+        return [{"name": "search", "arguments": {"query": rng.choice(words).lower()}}]
+    return [{"name": "read", "arguments": {"entity_ref": "variable:client_id"}}]
 
 
 def varied_script(task: Task, attempt: int, server: str) -> tuple[list[tuple[Call, int | None]], str]:
     """Attempt ``attempt``'s calls and answer: golden + benign variation from a seeded stream."""
     rng = derive_rng("oracle", task.id, attempt)
     calls: list[tuple[Call, int | None]] = []
+    if rng.random() < 0.3:  # agents often read the spec once up front
+        calls.append(({"name": "read", "arguments": {"entity_ref": {"kind": "spec", "id": "openapi"}}}, None))
     steps = golden_calls(task)
     for call, ref in steps:
         if rng.random() < 0.25:
