@@ -16,6 +16,7 @@ from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
 from apiflow.models import check_model_name, is_offline, make_model, model_slug
+from apiflow.results.prices import DEFAULT_PRICE_TABLE, Prices, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
 
 ALL_TASKS = "all"
@@ -50,6 +51,15 @@ def register(subparsers: Any) -> None:
     run.add_argument("--max-messages", type=int, default=500, help="message limit per trial (default 500)")
     run.add_argument(
         "--max-seconds", type=float, default=1800.0, help="wall-time limit per trial (default 1800)"
+    )
+    run.add_argument(
+        "--max-tool-calls", type=int, default=None, help="tool-call limit per trial (default none)"
+    )
+    run.add_argument("--max-tokens", type=int, default=None, help="token limit per trial (default none)")
+    run.add_argument(
+        "--prices",
+        default=str(DEFAULT_PRICE_TABLE),
+        help="price table for cost_usd (default: the pinned table)",
     )
     run.add_argument(
         "--param",
@@ -120,7 +130,20 @@ def _check_run_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--epochs must be at least 1, got {args.epochs}")
     if args.max_messages < 3 or args.max_seconds <= 0:
         raise UsageError("--max-messages must be at least 3 and --max-seconds positive")
+    if (args.max_tool_calls is not None and args.max_tool_calls < 0) or (
+        args.max_tokens is not None and args.max_tokens < 1
+    ):
+        raise UsageError("--max-tool-calls must be >= 0 and --max-tokens >= 1")
     check_model_name(args.model)
+
+
+def _prices(path: str, slug: str, model: str) -> Prices | None:
+    """The model's prices from the table (by slug, else by model id); None when it has none."""
+    table = load_price_table(path)
+    for key in (slug, model):
+        if table.has(key):
+            return table.price(key)
+    return None
 
 
 def _write(record: TrialRecord, out: Path) -> Path:
@@ -133,10 +156,11 @@ def _summary(record: TrialRecord, path: Path) -> str:
     a = record.apiflow
     verdict = record.verdict or "-"
     extra = f" ({a.limit})" if a.limit else ""
+    cost = f" cost=${a.cost_usd:.4f}" if a.cost_usd is not None else ""
     return (
         f"{record.task_id}-t{record.trial}  {verdict}  {a.termination.value}{extra}  "
         f"model_calls={a.model_calls} tool_calls={a.tool_calls} tool_errors={a.tool_errors} "
-        f"tokens={record.tokens.total}  {record.duration_s:.3f}s  {path}"
+        f"tokens={record.tokens.total}{cost}  {record.duration_s:.3f}s  {path}"
     )
 
 
@@ -146,6 +170,7 @@ def _run(args: argparse.Namespace) -> int:
     bank = load_bank(args.bank)
     tasks = _select_tasks(bank, args.task)
     slug = model_slug(args.model)
+    prices = _prices(args.prices, slug, args.model)
     out = Path(args.out)
     try:
         (out / slug).mkdir(parents=True, exist_ok=True)
@@ -155,7 +180,12 @@ def _run(args: argparse.Namespace) -> int:
         from apiflow.models.litellm_client import configure_litellm
 
         configure_litellm()
-    limits = TrialLimits(max_messages=args.max_messages, max_seconds=args.max_seconds)
+    limits = TrialLimits(
+        max_messages=args.max_messages,
+        max_tool_calls=args.max_tool_calls,
+        max_tokens=args.max_tokens,
+        max_seconds=args.max_seconds,
+    )
     run_id = run_id_for(bank.hash, slug, [t.id for t in tasks], args.epochs, args.seed)
 
     async def run_all() -> int:
@@ -176,6 +206,8 @@ def _run(args: argparse.Namespace) -> int:
                     limits=limits,
                     model_slug=slug,
                 )
+                if prices is not None:
+                    record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, prices)
                 print(_summary(record, _write(record, out)), flush=True)
                 harness_outcomes += record.is_harness_outcome
         return harness_outcomes

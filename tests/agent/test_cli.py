@@ -71,6 +71,8 @@ def test_run_blank_over_all_tasks(tmp_path: Path, capsys: pytest.CaptureFixture[
         (["run", "--model", "apiflow/oracle", "--task", "all", "--seed", "x"], "invalid int"),
         (["run", "--model", "apiflow/oracle", "--task", "all", "--param", "oops"], "KEY=VALUE"),
         (["run", "--task", "all"], "--model"),
+        (["run", "--model", "apiflow/oracle", "--task", "all", "--max-tokens", "0"], "--max-tokens"),
+        (["run", "--model", "apiflow/oracle", "--task", "all", "--prices", "/no/such.yaml"], "price table"),
         (["task", "show", "nope"], "unknown task"),
         (["task", "list", "--bank", "/no/such/bank"], "does not exist"),
     ],
@@ -115,3 +117,22 @@ def test_provider_failure_is_reported_apart_and_exits_1(
     record = json.loads((tmp_path / "stand-in" / "sample-w01-sub01-t1.json").read_text())
     assert (record["verdict"], record["passed"], record["verifier"]) == ("", None, None)
     assert record["apiflow"]["termination"] == "provider_error"
+
+
+def test_run_limits_and_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        "run",
+        "--model",
+        "apiflow/oracle",
+        "--task",
+        "sample-w01-chain-1to07",
+        "--max-tool-calls",
+        "5",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main(argv) == 0
+    line = capsys.readouterr().out
+    assert " I  limit (tool_calls) " in line and "tool_calls=5 " in line and "cost=$0.0000" in line
+    record = json.loads((tmp_path / "apiflow-oracle" / "sample-w01-chain-1to07-t1.json").read_text())
+    assert record["apiflow"]["cost_usd"] == 0.0 and record["apiflow"]["limit"] == "tool_calls"
