@@ -130,7 +130,9 @@ def grow_world(
             ws = _deep_merge(replay_state(wdef, accepted), draft.state_extra)
             seed_vars = dict(leaves)
             seed_vars.update({("local", n): v for n, v in draft.seed_locals.items()})
-            task = Task.model_validate(solo_data(bank, world, k, axis, difficulty, draft, seed_vars, ws))
+            doc = solo_data(bank, world, k, axis, difficulty, draft, seed_vars, ws)
+            doc["prompt"] += story_link(derive_rng(seed, wid, k, attempt, "story"), parent, k)
+            task = Task.model_validate(doc)
             log = GateLog()
             if check_solo(task, wdef, log, oracle_model=oracle_model):
                 build.log.results.extend(log.results)
@@ -172,6 +174,21 @@ def grow_world(
     return build
 
 
+def story_link(rng: Any, parent: Any, k: int) -> str:
+    """A sentence tying solo step k to the step before it (sometimes none): where its input lives."""
+    if k == 1:
+        return ""
+    return rng.choice(
+        (
+            "",
+            f" Context: the previous run left {parent.var} = {parent.value} in my local vars.",
+            f" ({parent.value} came out of yesterday's run; it is in local vars as {parent.var}.)",
+            f" This picks up where the last step stopped, with {parent.value} (local var {parent.var}).",
+            f" Everything from the earlier steps is still in the workspace, {parent.var} included.",
+        )
+    )
+
+
 def _solo_doc(task: Task) -> dict[str, Any]:
     data = task.model_dump(mode="json", by_alias=True)
     order = [
@@ -199,6 +216,14 @@ def _solo_doc(task: Task) -> dict[str, Any]:
         if pred.get("segment") is None:
             pred.pop("segment", None)
     return out
+
+
+def _report_text(report: dict[str, Any]) -> str:
+    """The validation report: summary keys indented, then one JSON line per gate result."""
+    head = {k: v for k, v in report.items() if k != "results"}
+    text = json.dumps(head, indent=1)[:-2] + ',\n "results": [\n'
+    text += ",\n".join("  " + json.dumps(r, ensure_ascii=False) for r in report["results"])
+    return text + "\n ]\n}\n"
 
 
 def build_bank(
@@ -239,5 +264,5 @@ def build_bank(
         row = gates.setdefault(r["gate"], {"passed": 0, "failed": 0})
         row["passed" if r["ok"] else "failed"] += 1
     report["gates"] = dict(sorted(gates.items()))
-    (root_dir / "validation.json").write_text(json.dumps(report, indent=1, sort_keys=False) + "\n")
+    (root_dir / "validation.json").write_text(_report_text(report))
     return write_manifest(root_dir, name)

@@ -22,7 +22,7 @@ from apiflow.bank.generate.draft import (
     url_re,
 )
 from apiflow.bank.generate.routes import absent, eq, register, rule
-from apiflow.bank.generate.wording import opener, pick, quote_json, words
+from apiflow.bank.generate.wording import an, opener, pick, quote_json, words
 
 
 def draft(ctx: Ctx) -> Draft:
@@ -51,7 +51,7 @@ def draft(ctx: Ctx) -> Draft:
     ctx.book.add(
         "GET",
         canon_t,
-        f"List {res.plural} of a {ctx.parent.res.singular}",
+        f"List {res.plural} of {an(ctx.parent.res.singular)}",
         gate_rules(ctx, p)
         + [
             rule(

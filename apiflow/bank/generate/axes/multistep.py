@@ -21,7 +21,7 @@ from apiflow.bank.generate.draft import (
     url_re,
 )
 from apiflow.bank.generate.routes import absent, any_, eq, register, rule
-from apiflow.bank.generate.wording import opener, pick, quote_json, quote_request, words
+from apiflow.bank.generate.wording import an, opener, pick, quote_json, quote_request, words
 
 
 def draft(ctx: Ctx) -> Draft:
@@ -88,7 +88,7 @@ def draft(ctx: Ctx) -> Draft:
     ctx.book.add(
         "GET",
         one_t,
-        f"Read a {res.singular}",
+        f"Read {an(res.singular)}",
         [
             unknown,
             rule(
@@ -166,12 +166,12 @@ def draft(ctx: Ctx) -> Draft:
         ),
         rule(f"{k}-partial", [mine], 503, partial_error, do=[{"set": f"{k}.committed", "value": items - 1}]),
     ]
-    ctx.book.add("POST", commit_t, f"Commit a {res.singular}", commit_rules, fallback=missing(res))
+    ctx.book.add("POST", commit_t, f"Commit {an(res.singular)}", commit_rules, fallback=missing(res))
     if ctx.hard:
         ctx.book.add(
             "GET",
             f"{one_t}/confirm",
-            f"Confirm state of a {res.singular} (eventually consistent)",
+            f"Confirm state of {an(res.singular)} (eventually consistent)",
             [
                 unknown,
                 rule(
@@ -220,7 +220,7 @@ def draft(ctx: Ctx) -> Draft:
     flow = "create the draft" + (", validate it" if validate else "") + " and commit it"
     prompt = opener(rng, dom.team) + pick(
         rng,
-        f"I need a {res.singular} for {ctx.parent.value} taken all the way through: {flow}. Last time the commit "
+        f"I need {an(res.singular)} for {ctx.parent.value} taken all the way through: {flow}. Last time the commit "
         f"answered 503 {quote_json(partial_error).replace(new_id, '<id>')} (that run was on a different draft) and the record was left "
         f"half-done. Get it fully committed and tell me the id, final status, committed count and the {words(ref_key)}.",
         f"Our pipeline that pushes {res.plural} for {ctx.parent.res.singular} {ctx.parent.value} dies at the commit:\n"

@@ -22,7 +22,7 @@ from apiflow.bank.generate.draft import (
     url_re,
 )
 from apiflow.bank.generate.routes import eq, register, rule
-from apiflow.bank.generate.wording import opener, pick
+from apiflow.bank.generate.wording import an, opener, pick
 
 CLAMP = 25
 
@@ -128,7 +128,7 @@ def draft(ctx: Ctx) -> Draft:
     ctx.book.add(
         "GET",
         path_t,
-        f"List {res.plural} of a {ctx.parent.res.singular} (paged)",
+        f"List {res.plural} of {an(ctx.parent.res.singular)} (paged)",
         rules,
         fallback=missing_parent(ctx),
     )

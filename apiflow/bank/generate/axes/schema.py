@@ -22,7 +22,7 @@ from apiflow.bank.generate.draft import (
     url_re,
 )
 from apiflow.bank.generate.routes import eq, not_, register, rule
-from apiflow.bank.generate.wording import opener, pick, quote_json, quote_request, words
+from apiflow.bank.generate.wording import an, opener, pick, quote_json, quote_request, words
 
 STATUS_WORDS = ("scheduled", "queued", "accepted", "booked")
 
@@ -30,7 +30,9 @@ STATUS_WORDS = ("scheduled", "queued", "accepted", "booked")
 def draft(ctx: Ctx) -> Draft:
     """Draft a schema-repair subtask: fix a broken create body against live 422 hints."""
     dom, rng, mint = ctx.dom, ctx.rng, ctx.mint
-    res, metric = ctx.child(), ctx.metric()
+    res = ctx.child()
+    # The drift trap needs a snake name that differs from its camelCase spelling.
+    metric = rng.choice([m for m in dom.metrics if m.camel != m.name] or list(dom.metrics))
     tbase, base, p = entry(ctx)
     path_t, path = f"{tbase}/{res.plural}", f"{base}/{res.plural}"
     loose_t, loose = path_t.replace("/v3/", "/v2/", 1), path.replace("/v3/", "/v2/", 1)
@@ -137,7 +139,7 @@ def draft(ctx: Ctx) -> Draft:
         ),
     ]
     ctx.book.add(
-        "POST", path_t, f"Create a {res.singular} (strict schema)", rules, fallback=missing_parent(ctx)
+        "POST", path_t, f"Create {an(res.singular)} (strict schema)", rules, fallback=missing_parent(ctx)
     )
     legacy_id = mint.legacy(res.prefix)
     ctx.book.add(
@@ -157,7 +159,7 @@ def draft(ctx: Ctx) -> Draft:
         fallback=missing_parent(ctx),
     )
     first_error = _first_error(ctx, broken, metric, required, dom, allowed)
-    want = f"a {kind} {res.singular} with {words(metric.name)} {amount}"
+    want = f"{an(kind)} {res.singular} with {words(metric.name)} {amount}"
     if nested:
         want += f" over a {window['value']}-{window['unit'][:-1]} window"
     prompt = opener(rng, dom.team) + pick(

@@ -21,7 +21,7 @@ from apiflow.bank.generate.draft import (
     write_var,
 )
 from apiflow.bank.generate.routes import absent, eq, not_, register, rule
-from apiflow.bank.generate.wording import opener, pick, quote_json
+from apiflow.bank.generate.wording import an, opener, pick, quote_json
 
 
 def draft(ctx: Ctx) -> Draft:
@@ -42,7 +42,7 @@ def draft(ctx: Ctx) -> Draft:
     ctx.book.add(
         "GET",
         status_t,
-        f"Current revision of a {ctx.parent.res.singular}",
+        f"Current revision of {an(ctx.parent.res.singular)}",
         gate_rules(ctx, p)
         + [
             rule(
@@ -85,7 +85,7 @@ def draft(ctx: Ctx) -> Draft:
     ctx.book.add(
         "POST",
         post_t,
-        f"Record a {res.singular} against the current revision",
+        f"Record {an(res.singular)} against the current revision",
         gate_rules(ctx, p)
         + [
             rule(
@@ -145,7 +145,7 @@ def draft(ctx: Ctx) -> Draft:
     ask = f" and save the receipt in a local variable called {var}" if keep else ""
     prompt = opener(rng, dom.team) + pick(
         rng,
-        f"Recording a {res.singular} on {ctx.parent.value} with the revision from my notes "
+        f"Recording {an(res.singular)} on {ctx.parent.value} with the revision from my notes "
         f"({ctx.parent.res.singular.replace('-', '_')}_revision in local vars) now fails with 409 "
         f"{quote_json(stale_error)}. Someone changed it in the meantime. Record it against the current revision"
         f"{ask}, and give me the {res.singular} id and the receipt.",
@@ -167,7 +167,7 @@ def draft(ctx: Ctx) -> Draft:
     ]
     return Draft(
         prompt=prompt,
-        goal=f"record a {res.singular} on {ctx.parent.value} against its live revision"
+        goal=f"record {an(res.singular)} on {ctx.parent.value} against its live revision"
         + (f", keeping the receipt as {var}" if keep else ""),
         card=card,
         g1=g1,
