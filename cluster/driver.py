@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -57,10 +59,12 @@ class Ray:
 
         self.ray = ray
         self.started_here = False
+        self.temp_dir: str | None = None
         if ray.is_initialized():
             return  # the caller (a test, a notebook) already holds a Ray session
         if address is None and not os.environ.get("RAY_ADDRESS"):
             temp_dir = os.environ.get("APIFLOW_RAY_TEMP_DIR") or tempfile.mkdtemp(prefix="apiflow-ray-")
+            self.temp_dir = None if os.environ.get("APIFLOW_RAY_TEMP_DIR") else temp_dir
             ray.init(
                 num_cpus=os.cpu_count() or 2,
                 include_dashboard=False,
@@ -78,6 +82,8 @@ class Ray:
     def close(self) -> None:
         if self.started_here:
             self.ray.shutdown()
+            if self.temp_dir:  # ours alone: logs of a private local Ray are not kept
+                shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 class Dispatcher:
@@ -175,24 +181,31 @@ def _start_actors(ray: Any, spec: GridSpec, run_id: str, cpus: int) -> tuple[lis
     from cluster.worker import TrialWorker
 
     providers = {m.provider for m in spec.models if not m.offline and m.provider}
-    gates = {
-        p: ProviderGate.options(num_cpus=0).remote(
-            p, spec.ratelimits[p].rpm, spec.ratelimits[p].tpm, spec.ratelimits[p].burst_s
-        )  # fmt: skip
-        for p in sorted(providers)
-        if p in spec.ratelimits
-    }
+    gates = {}
+    for provider in sorted(providers):
+        if provider in spec.ratelimits:
+            limit = spec.ratelimits[provider]
+            tpm = limit.tpm * limit.headroom if limit.tpm else None
+            gates[provider] = ProviderGate.options(num_cpus=0).remote(
+                provider, limit.rpm * limit.headroom, tpm, limit.burst_s
+            )
     ledger = BudgetLedger.options(num_cpus=0).remote(spec.budget_usd) if spec.budget_usd else None
     n_actors = spec.concurrency.actors or cpus
     offline_only = all(m.offline for m in spec.models)
     calls = 2 if offline_only else spec.concurrency.trials_per_actor
+    spec_ref = ray.put(spec.model_dump_json())  # held by the driver: restarts re-read their arguments
     actors = [
         TrialWorker.options(num_cpus=min(1.0, cpus / n_actors), max_concurrency=max(calls, 2)).remote(
-            spec.model_dump_json(), run_id, gates, ledger
+            spec_ref, run_id, gates, ledger
         )
         for _ in range(n_actors)
     ]
+    actors_keepalive.append(spec_ref)
     return actors, gates, ledger
+
+
+actors_keepalive: list[Any] = []
+"""Object refs of actor constructor arguments, kept for the driver's lifetime."""
 
 
 def run_grid(
@@ -237,6 +250,7 @@ def run_grid(
     finally:
         cluster.close()
     summary.wall_s = time.monotonic() - started
+    summary.driver_peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return summary
 
 
@@ -275,6 +289,7 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
                 tally.rate_limited = sum(s["rate_limited"] for s in stats)
             display.update(tally)
     summary.phases["trials_s"] = time.monotonic() - began
+    actors_keepalive.clear()
     summary.not_started = len(queue)
     summary.abandoned = len(dispatcher.abandoned)
     summary.budget_reached = ledger is not None and (not admitting or tally.budget_refused > 0)

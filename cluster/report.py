@@ -28,6 +28,7 @@ class GridSummary:
     wall_s: float = 0.0
     per_model: dict[int, dict[str, Any]] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
+    driver_peak_rss_mb: float = 0.0
 
     def model(self, index: int) -> dict[str, Any]:
         """Per-model counters (created on first use)."""
@@ -56,7 +57,11 @@ class GridSummary:
             + (f"; found already stored on re-queue {t.duplicates}" if t.duplicates else ""),
         ]
         if self.phases:
-            out.append("  time: " + ", ".join(f"{k[:-2]} {v:.1f}s" for k, v in self.phases.items()))
+            out.append(
+                "  time: "
+                + ", ".join(f"{k[:-2]} {v:.1f}s" for k, v in self.phases.items())
+                + f"; driver peak RSS {self.driver_peak_rss_mb:.0f} MB"
+            )
         if self.gates:
             waits = ", ".join(
                 f"{g['provider']}: {g['rate_limited']} 429s, {g['waited_s']:.1f}s waited" for g in self.gates

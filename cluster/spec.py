@@ -134,6 +134,9 @@ class RateLimit(BaseModel):
     rpm: float = Field(gt=0)
     tpm: float | None = Field(default=None, gt=0)
     burst_s: float = Field(default=1.0, gt=0)
+    headroom: float = Field(default=0.97, gt=0, le=1)
+    """Fraction of the limit the gate aims for: clock skew and network jitter between our bucket and the
+    provider's would otherwise turn a request sent exactly on time into an occasional 429."""
 
 
 class Estimate(BaseModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -126,6 +127,7 @@ def test_driver_sigkill_then_rerun_gives_the_uninterrupted_aggregate(ray_session
         driver.wait()
     finally:
         kill_all(pids_mentioning(ray_dir))  # the private Ray the killed driver had started
+        shutil.rmtree(ray_dir, ignore_errors=True)
     stored_at_kill = len(row_objects(spec.out))
     assert 0 < stored_at_kill < 600
     summary = run_grid(spec, progress=False)
