@@ -196,6 +196,11 @@ def report(
     graded = timings["trial"][0] / n * 1e3
     ok = graded <= TARGET_MS
     print(f"graded trial: {graded:.3f} ms CPU vs target {TARGET_MS} ms -> {'OK' if ok else 'OVER TARGET'}")
+    t, u, g = (timings[k][0] / n * 1e3 for k in ("tools", "ungraded", "trial"))
+    print(
+        f"split of the graded trial: world+tools {t:.3f} ms ({t / g:.0%}), agent loop + offline model + "
+        f"record {u - t:.3f} ms ({(u - t) / g:.0%}), grading {g - u:.3f} ms ({(g - u) / g:.0%})"
+    )
     return ok
 
 
