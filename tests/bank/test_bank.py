@@ -55,7 +55,10 @@ def test_missing_folder_and_invalid_task_are_clear(bank_copy: Path, tmp_path: Pa
 
 def test_chain_is_composed_from_its_subtasks() -> None:
     bank = load_bank()
-    chain, subs = bank.task("sample-w01-chain-1to05"), [bank.task(f"sample-w01-sub{k:02d}") for k in range(1, 6)]
+    chain, subs = (
+        bank.task("sample-w01-chain-1to05"),
+        [bank.task(f"sample-w01-sub{k:02d}") for k in range(1, 6)],
+    )
     assert chain.card_fields == subs[-1].card_fields
     assert chain.seed == subs[0].seed
     assert chain.world_state == subs[0].world_state

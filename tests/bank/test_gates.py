@@ -9,7 +9,7 @@ import pytest
 
 from apiflow.bank import Bank, Task, load_bank
 from apiflow.bank.chain import ChainFile, compose_chain
-from apiflow.bank.gates import check_chains, check_solo
+from apiflow.bank.gates import check_chains, check_solo, spec_text
 from apiflow.bank.gates.chains import check as chain_check
 from apiflow.bank.gates.harness import Run, card_message, golden_calls, run_script
 from apiflow.bank.gates.oracle import solvability
@@ -137,14 +137,26 @@ def test_leak_gate_fails_on_a_card_value_in_the_seed_or_prompt() -> None:
     assert not leak(edit(task, prompt=task.prompt + f" (last time it was {value})"), world(task), "", log)
 
 
-def test_discoverability_gate_fails_on_an_unannounced_header() -> None:
-    task = solo("pagination")
-    steps = [s.model_dump() for s in task.golden]
-    request = steps[-1]["calls"][0]["arguments"]["request"]
-    request["headers"] = {**request.get("headers", {}), "X-Undocumented-Flag": "on"}
+def test_discoverability_gate_fails_when_no_hint_names_the_retry_header() -> None:
+    task = next(
+        t
+        for t in bank().tasks.values()
+        if t.kind == "solo" and t.axis == "error_recovery" and "429" in t.prompt
+    )
+    wdef = world(task)
     log = GateLog()
-    assert not discoverability(edit(task, golden=steps), world(task), "", log)
-    assert "X-Undocumented-Flag" in log.results[-1].detail
+    assert discoverability(task, wdef, spec_text(wdef), log)
+    data = wdef.model_dump(by_alias=True, exclude_none=True)
+    for route in data["routes"]:
+        for rule in route["rules"]:
+            if rule.get("id", "").endswith("-throttled"):
+                rule["respond"]["body"] = {"error": "rate_limited", "hint": "Throttled."}
+    mute = WorldDef.model_validate(data)
+    log = GateLog()
+    assert not discoverability(
+        edit(task, prompt="The status check is failing, please fix it."), mute, "", log
+    )
+    assert "header" in log.results[-1].detail
 
 
 def _world_without(wdef: WorldDef, suffix: str) -> WorldDef:

@@ -163,9 +163,17 @@ def test_offline_models_rank_on_v1_and_chains_get_harder_with_length() -> None:
         passed = 0
         for task in tasks:
             for epoch in range(2):
-                record = run_trial_sync(task, bank.world_of(task), make_model(name, task, epoch), seed=epoch,
-                                        epoch=epoch + 1, bank_name=bank.name, bank_hash=bank.hash, run_id="t",
-                                        model_slug=name.replace("/", "-"))
+                record = run_trial_sync(
+                    task,
+                    bank.world_of(task),
+                    make_model(name, task, epoch),
+                    seed=epoch,
+                    epoch=epoch + 1,
+                    bank_name=bank.name,
+                    bank_hash=bank.hash,
+                    run_id="t",
+                    model_slug=name.replace("/", "-"),
+                )
                 passed += bool(record.passed)
                 if name == "apiflow/sim:ace" and task.kind == "chain":
                     bucket = by_len["short" if task.length <= 8 else "long"]

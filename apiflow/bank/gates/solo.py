@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from apiflow.bank.gates.harness import card_message, golden_calls, run_script
+from apiflow.bank.gates.harness import card_message, golden_calls, golden_plan, run_script
 from apiflow.bank.gates.result import GateLog
 from apiflow.bank.task import Task
 from apiflow.world import WorldDef, body_text
@@ -73,13 +73,22 @@ def triad(task: Task, world: WorldDef, log: GateLog) -> bool:
     decoys = [i for i, s in enumerate(task.golden) if s.decoy]
     leaked = []
     for i in decoys:
-        drun, g = run_script(task, world, golden_calls(task, decoy_at={i}), answer)
+        plan = golden_plan(task, decoy_at={i})
+        drun, g = run_script(task, world, [(c, r) for c, r, _ in plan], answer)
         if g.passed:
             leaked.append(f"decoy at step {i} passed")
-        texts = [body_text(e.response.body) for e in drun.workspace.exchanges if e.response is not None]
-        for value in _card_strings(card):
-            if any(value in t for t in texts[-len(task.golden[i].decoy or ()) :]):
-                leaked.append(f"decoy response holds card value {value!r}")
+        # The decoy's own responses: executes are recorded in order, one exchange each.
+        executes = [step for c, _, step in plan if c["name"] == "execute"]
+        texts = [
+            body_text(e.response.body)
+            for e, step in zip(drun.workspace.exchanges, executes, strict=False)
+            if step == i and e.response is not None
+        ]
+        leaked += [
+            f"decoy response holds card value {v!r}"
+            for v in _card_strings(card)
+            if any(v in t for t in texts)
+        ]
     ok &= log.add(tid, "decoy", not leaked, "; ".join(leaked) if leaked else f"{len(decoys)} decoy(s)")
     skipped = [
         i

@@ -51,21 +51,45 @@ def _fork(session: WorldSession, world: WorldDef) -> WorldSession:
     return twin
 
 
-def _names(req: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(kind, name, request-without-it) for every header, body key, query parameter and path segment."""
+def _without(body: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    head, *rest = path
+    if not rest:
+        return {k: v for k, v in body.items() if k != head}
+    return {**body, head: _without(body[head], tuple(rest))}
+
+
+def _with(body: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    head, *rest = path
+    return {**body, head: value if not rest else _with(body[head], tuple(rest), value)}
+
+
+def _body_items(body: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
     out = []
-    for name in req.get("headers") or {}:
+    for key, value in body.items():
+        out.append(((*prefix, key), value))
+        if isinstance(value, dict):
+            out += _body_items(value, (*prefix, key))
+    return out
+
+
+WRONG = "zz-not-this"
+
+
+def _names(req: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(kind, name, the natural attempt without it) for every header and its value, body key
+    (nested ones too) and string value, query parameter and value, and path segment."""
+    out = []
+    headers = req.get("headers") or {}
+    for name, value in headers.items():
         if name.lower() not in TRANSPORT_HEADERS:
-            stripped = {**req, "headers": {k: v for k, v in req["headers"].items() if k != name}}
-            out.append(("header", name, stripped))
-            out.append(("header value", str(req["headers"][name]), stripped))
+            out.append(("header", name, {**req, "headers": {k: v for k, v in headers.items() if k != name}}))
+            out.append(("header value", str(value), {**req, "headers": {**headers, name: WRONG}}))
     body = req.get("body")
     if isinstance(body, dict):
-        for key, value in body.items():
-            stripped = {**req, "body": {k: v for k, v in body.items() if k != key}}
-            out.append(("body field", key, stripped))
-            for leaf in _string_leaves(value):
-                out.append(("body value", leaf, stripped))
+        for path, value in _body_items(body):
+            out.append(("body field", path[-1], {**req, "body": _without(body, path)}))
+            if isinstance(value, str):
+                out.append(("body value", value, {**req, "body": _with(body, path, WRONG)}))
     parts = urlsplit(str(req["url"]))
     for key, value in parse_qsl(parts.query):
         out.append(("query parameter", key, {**req, "url": parts.path}))
@@ -75,14 +99,6 @@ def _names(req: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
         if segment and not re.fullmatch(r"v\d+", segment):
             out.append(("path segment", segment, req))
     return out
-
-
-def _string_leaves(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in _string_leaves(v)] + [k for k in value]
-    return []
 
 
 def discoverability(task: Task, world: WorldDef, spec_text: str, log: GateLog) -> bool:
@@ -101,6 +117,8 @@ def discoverability(task: Task, world: WorldDef, spec_text: str, log: GateLog) -
                 if name.lower() in known:
                     continue
                 answer = _send(_fork(session, world), stripped)
+                if 200 <= answer.status < 300 and stripped is not req:
+                    continue  # the request succeeds without it: not a gate on the success path
                 if name.lower() not in (body_text(answer.body) + json.dumps(answer.headers)).lower():
                     hidden.append(f"{kind} {name!r} of {req['method']} {req['url']}")
             response = _send(session, req)
