@@ -1,10 +1,12 @@
 """Benchmark: ``apiflow bank verify`` on the whole bank — manifest, load, and every gate — on one core.
 
-Usage: .venv/bin/python bench/bench_bank.py [BANK_DIR]
+Usage: .venv/bin/python bench/bench_bank.py [BANK_DIR] [--sims]
 
 Prints CPU seconds (``time.process_time``, what one core spends; wall time on a shared machine
 is printed too) per phase, the total against the 10 s target, and ratios against a baseline
 measured in the same run: one plain golden replay of every task through the same harness.
+With ``--sims`` it also runs every offline model (oracle, blank, each ``apiflow/sim`` profile)
+once per task through the full agent loop and prints pass rates by task kind and chain length.
 """
 
 from __future__ import annotations
@@ -33,8 +35,41 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
     return out, time.process_time() - cpu, time.perf_counter() - wall
 
 
+def sims(bank: Any) -> None:
+    """Pass rate of each offline model: solo, and chains bucketed by length."""
+    from apiflow.agent import run_trial_sync
+    from apiflow.models import OFFLINE_PROFILES, make_model
+
+    buckets = ("solo", "chain 2-6", "chain 7-11", "chain 12-16", "chain 17-20")
+    print(f"{'model':<22}" + "".join(f"{b:>13}" for b in buckets) + f"{'all':>8}")
+    for name in ["apiflow/oracle", "apiflow/blank", *(f"apiflow/sim:{p}" for p in OFFLINE_PROFILES)]:
+        tally = {b: [0, 0] for b in (*buckets, "all")}
+        for task in bank.tasks.values():
+            record = run_trial_sync(
+                task,
+                bank.world_of(task),
+                make_model(name, task, 0),
+                seed=0,
+                epoch=1,
+                bank_name=bank.name,
+                bank_hash=bank.hash,
+                run_id="bench",
+                model_slug=name.replace("/", "-"),
+            )
+            bucket = "solo" if task.kind == "solo" else buckets[1 + min(3, (task.length - 2) // 5)]
+            for key in (bucket, "all"):
+                tally[key][0] += bool(record.passed)
+                tally[key][1] += 1
+        print(
+            f"{name:<22}"
+            + "".join(f"{tally[b][0] / max(1, tally[b][1]):>13.3f}" for b in buckets)
+            + f"{tally['all'][0] / tally['all'][1]:>8.3f}"
+        )
+
+
 def main() -> int:
-    root = sys.argv[1] if len(sys.argv) > 1 else "bank/v1"
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    root = args[0] if args else "bank/v1"
     rows: list[tuple[str, float, float]] = []
     _, cpu, wall = timed(lambda: verify_manifest(__import__("pathlib").Path(root)))
     rows.append(("manifest", cpu, wall))
@@ -90,6 +125,8 @@ def main() -> int:
         f"{'total':<16}{total_cpu:>9.2f}{total_wall:>9.2f}{total_cpu / base_cpu:>12.2f}   "
         f"{verdict} the {TARGET_S:.0f} s one-core target"
     )
+    if "--sims" in sys.argv:
+        sims(bank)
     return 0 if not log.failures() else 1
 
 

@@ -51,7 +51,7 @@ def storyline(rng: random.Random, subs: int) -> list[tuple[str, str]]:
     plan = []
     for k, axis in enumerate(axes, start=1):
         phase = (k - 1) / max(1, subs - 1)
-        weights = (max(0.1, 0.7 - phase), 0.45, 0.15 + phase)
+        weights = (0.8 - 0.7 * phase, 0.5, 0.2 + 0.7 * phase)
         difficulty = rng.choices(("easy", "medium", "hard"), weights=weights)[0]
         plan.append((axis, difficulty))
     return plan
