@@ -31,6 +31,9 @@ class SimProfile:
         no_card: Per trial: finish without a card.
         wrong_value: Per card field: report a wrong value.
         missing_field: Per card field: leave the field out.
+        empty_reply: Per trial: end with an empty message instead (``no_answer``; the failure
+            mode of the published panel's weakest model, REFERENCE §6). Drawn last, so it
+            changes nothing else about a trial.
     """
 
     skip_step: float
@@ -41,14 +44,15 @@ class SimProfile:
     no_card: float
     wrong_value: float
     missing_field: float
+    empty_reply: float = 0.0
 
 
 PROFILES: dict[str, SimProfile] = {
-    "ace": SimProfile(0.004, 0.02, 0.02, 0.02, 0.001, 0.005, 0.01, 0.005),
-    "strong": SimProfile(0.015, 0.06, 0.06, 0.04, 0.003, 0.02, 0.03, 0.01),
-    "steady": SimProfile(0.035, 0.12, 0.12, 0.06, 0.006, 0.04, 0.06, 0.02),
-    "erratic": SimProfile(0.07, 0.25, 0.25, 0.12, 0.012, 0.08, 0.10, 0.05),
-    "weak": SimProfile(0.12, 0.40, 0.40, 0.20, 0.025, 0.15, 0.16, 0.10),
+    "ace": SimProfile(0.004, 0.02, 0.02, 0.02, 0.001, 0.005, 0.01, 0.005, 0.002),
+    "strong": SimProfile(0.015, 0.06, 0.06, 0.04, 0.003, 0.02, 0.03, 0.01, 0.005),
+    "steady": SimProfile(0.035, 0.12, 0.12, 0.06, 0.006, 0.04, 0.06, 0.02, 0.01),
+    "erratic": SimProfile(0.07, 0.25, 0.25, 0.12, 0.012, 0.08, 0.10, 0.05, 0.02),
+    "weak": SimProfile(0.12, 0.40, 0.40, 0.20, 0.025, 0.15, 0.16, 0.10, 0.04),
 }
 """Named profiles, strongest first."""
 
@@ -146,6 +150,8 @@ class _Planner:
             )
         else:
             self.turns.append(Turn(text=card_text(_card(self.task, self.profile, self.rng))))
+        if self.rng.random() < self.profile.empty_reply:
+            self.turns[-1] = Turn()
         return self.turns
 
 

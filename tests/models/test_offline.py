@@ -146,3 +146,9 @@ def test_script_memo_does_not_keep_tasks_alive() -> None:
     del task, first
     gc.collect()
     assert len(offline._script_memo._items) == before - 1
+
+
+def test_weak_sim_sometimes_ends_with_an_empty_reply() -> None:
+    finals = [_all_turns(sim_model(task_with(2), seed, "weak"))[-1] for seed in range(300)]
+    empty = sum(f.text == "" and not f.tool_calls for f in finals)
+    assert 0 < empty < 40
