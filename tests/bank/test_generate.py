@@ -184,3 +184,33 @@ def test_offline_models_rank_on_v1_and_chains_get_harder_with_length() -> None:
     sims = [rates[f"apiflow/sim:{p}"] for p in OFFLINE_PROFILES]
     assert sims == sorted(sims, reverse=True)
     assert by_len["short"][0] / by_len["short"][1] > by_len["long"][0] / by_len["long"][1]
+
+
+def test_a_failing_subtask_is_revised_and_a_failing_chain_truncated(monkeypatch: pytest.MonkeyPatch) -> None:
+    import apiflow.bank.generate.build as build
+    from apiflow.bank.generate.axes import AXES
+    from apiflow.bank.generate.plan import WorldShape
+
+    calls = {"n": 0}
+    for axis, draft in list(AXES.items()):
+
+        def first_draft_broken(ctx, _draft=draft):  # type: ignore[no-untyped-def]
+            out = _draft(ctx)
+            calls["n"] += 1
+            if calls["n"] == 1:
+                out.g1 = []  # no state predicate: answering without calls would pass
+            return out
+
+        monkeypatch.setitem(AXES, axis, first_draft_broken)
+    real_check = build.check_chains
+
+    def failing_third(chains, world, subs, log):  # type: ignore[no-untyped-def]
+        real_check(chains, world, subs, log)
+        log.add(next(c.id for c in chains if c.length == 3), "chain_golden", False, "forced")
+
+    monkeypatch.setattr(build, "check_chains", failing_third)
+    grown = build.grow_world("t", 5, 0, WorldShape(4, 4), 0)
+    assert len(grown.solos) == 4 and grown.revisions[0].startswith("t-w01-sub01 attempt 0: ")
+    assert "decoy at step" in grown.revisions[0]  # the mint predicate remains; the decoy now passes
+    assert [c["length"] for c in grown.chains] == [2]
+    assert grown.revisions[-1] == "w01: chains truncated before 1to03"

@@ -60,7 +60,7 @@ def solo_data(
     axis: str,
     difficulty: str,
     draft: Draft,
-    seed: dict[str, Any],
+    seed: dict[tuple[str, str], Any],
     world_state: dict[str, Any],
 ) -> dict[str, Any]:
     """The solo task document."""

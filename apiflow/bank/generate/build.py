@@ -102,10 +102,11 @@ def grow_world(
     """Initialise world ``index`` once, then add subtasks one by one, each admitted only through its gates."""
     wid = f"w{index + 1:02d}"
     dom = DOMAINS[domain_index]
-    mint, book, state = Minter(derive_rng(seed, wid, "values")), RouteBook(), {}
+    mint, book = Minter(derive_rng(seed, wid, "values")), RouteBook()
+    state: dict[str, Any] = {}
     world = init_world(wid, dom, derive_rng(seed, wid, "init"), mint, book)
     plan = storyline(derive_rng(seed, wid, "plan"), shape.subs)
-    parent, used_res = root(dom), []
+    parent, used_res = root(dom), list[str]()
     leaves: dict[tuple[str, str], Any] = {("vault", k): v for k, v in vault(world).items()}
     accepted: list[Task] = []
     drafts: list[Draft] = []

@@ -38,7 +38,10 @@ def draft(ctx: Ctx) -> Draft:
     loose_t, loose = path_t.replace("/v3/", "/v2/", 1), path.replace("/v3/", "/v2/", 1)
     kind = rng.choice(dom.enum_values)
     amount = int(mint.count(int(max(1, metric.low)), int(max(metric.low + 5, metric.high))))
-    window = {"value": rng.choice((15, 20, 30, 45, 60, 90)), "unit": rng.choice(("minutes", "hours"))}
+    window: dict[str, Any] = {
+        "value": rng.choice((15, 20, 30, 45, 60, 90)),
+        "unit": rng.choice(("minutes", "hours")),
+    }
     nested = ctx.difficulty == "hard"
     required = [dom.enum_field, metric.camel] + (["window"] if nested else [])
     good: dict[str, Any] = {dom.enum_field: kind, metric.camel: amount}
