@@ -30,6 +30,10 @@ def _verify(args: argparse.Namespace) -> int:
         return 0
     from apiflow.bank.gates import verify_bank
 
+    if args.oracle_model:
+        from apiflow.models.registry import check_model_name
+
+        check_model_name(args.oracle_model)
     started = time.perf_counter()
     log = verify_bank(bank, oracle_model=args.oracle_model)
     for gate, row in log.summary().items():
@@ -77,6 +81,10 @@ def _build(args: argparse.Namespace) -> int:
 
     if args.worlds is not None and not 1 <= args.worlds <= 13:
         raise UsageError("--worlds must be between 1 and 13")
+    if args.oracle_model:
+        from apiflow.models.registry import check_model_name
+
+        check_model_name(args.oracle_model)
     started = time.perf_counter()
     manifest = build_bank(
         args.seed,

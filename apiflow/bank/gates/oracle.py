@@ -96,6 +96,7 @@ def solvability(
 def _model_attempts(task: Task, world: WorldDef, model_name: str, bank: Any) -> int:
     from apiflow.agent import run_trial_sync
     from apiflow.models import make_model
+    from apiflow.models.registry import model_slug
 
     passes = 0
     for attempt in range(ATTEMPTS):
@@ -109,7 +110,7 @@ def _model_attempts(task: Task, world: WorldDef, model_name: str, bank: Any) -> 
             bank_name=getattr(bank, "name", "gate"),
             bank_hash=getattr(bank, "hash", ""),
             run_id="bank-gate",
-            model_slug=model_name.replace("/", "-"),
+            model_slug=model_slug(model_name),
         )
         passes += bool(record.passed)
     return passes
