@@ -164,3 +164,15 @@ def test_usage_cost_retries_and_reasoning_blocks_are_accumulated() -> None:
     assert outcome.usage == Usage(20, 10, 200, 14, 4)
     assert outcome.provider_cost_usd == 1.0 and outcome.retries == [{"attempt": 1, "status": 429}]
     assert messages[2]["content"] == [{"type": "reasoning", "reasoning": "thinking"}]
+
+
+def test_a_timeout_raised_by_the_client_is_a_harness_error_not_a_limit() -> None:
+    outcome, _, _ = _run(_FailingModel(TimeoutError("socket")), TrialLimits(max_seconds=60))
+    assert outcome.termination is Termination.HARNESS_ERROR and outcome.limit is None
+    assert outcome.harness_error == "TimeoutError: socket"
+
+
+def test_no_limits_at_all() -> None:
+    limits = TrialLimits(max_messages=None, max_tool_calls=None, max_tokens=None, max_seconds=None)
+    outcome, messages, _ = _run(oracle_model(tiny_task()), limits)
+    assert outcome.termination is Termination.ANSWERED and len(messages) == 2 + 5 + 4
