@@ -164,66 +164,45 @@ def test_budget_cap_stops_new_trials_within_the_reservations(ray_session, tmp_pa
     assert all(r["harness"] and r["termination"] == "provider_error" for r in failures)
 
 
-def test_provider_faults_are_retried_and_recorded(ray_session, tmp_path):
+def test_provider_faults_are_retried_recorded_and_exhausted_ones_resumed(ray_session, tmp_path):
+    """Real litellm against the stand-in provider: one flaky endpoint, one that is down."""
     from apiflow.models.standin_server import StandinConfig, StandinServer
 
-    faults = StandinConfig(p_429=0.1, p_500=0.15, p_timeout=0.04, timeout_s=3.0, seed=3)
-    with StandinServer(faults) as url:
-        params = {"api_base": url, "api_key": "sk-standin", "timeout": 1.5}
-        spec = grid(
-            str(tmp_path / "out"),
-            models=[{"model": "openai/apiflow/sim:ace", "slug": "standin-ace", "params": params}],
-            tasks={"ids": ["sample-w01-sub01", "sample-w01-sub02", "sample-w01-chain-1to03"]},
-            epochs=2,
-            ratelimits={"openai": {"rpm": 6000}},
-            concurrency={"actors": 1, "trials_per_actor": 8},  # one litellm import (seconds) is enough
-            retry={"max_attempts": 12, "base_s": 0.05, "max_wait_s": 0.3, "max_elapsed_s": 60},
-            price_table=str(_offline_priced(tmp_path, "openai/apiflow/*")),
-        )
-        summary = run_grid(spec, progress=False)
-    store = ResultStore(spec.out)
-    rows = store.read_rows().to_pylist()
-    assert summary.complete and len(rows) == 6
-    assert sum(r["retries"] for r in rows) == summary.tally.retries > 0
-    logged = [
-        r for row in rows for r in store.read_transcript("standin-ace", row["trial_id"])["apiflow"]["retries"]
-    ]
-    assert {r["status"] for r in logged} & {429, 500} and all(r["wait_s"] >= 0 for r in logged)
-    assert summary.gates and summary.gates[0]["acquired"] >= sum(r["model_calls"] for r in rows)
-
-
-def test_exhausted_retries_are_provider_outcomes_retried_on_resume(ray_session, tmp_path):
-    from apiflow.models.standin_server import StandinConfig, StandinServer
-
-    prices = _offline_priced(tmp_path, "openai/apiflow/*")
-    with StandinServer(StandinConfig(p_500=1.0)) as url:
+    flaky_cfg = StandinConfig(p_429=0.1, p_500=0.15, p_timeout=0.04, timeout_s=3.0, seed=3)
+    with StandinServer(flaky_cfg) as flaky, StandinServer(StandinConfig(p_500=1.0)) as down:
         spec = grid(
             str(tmp_path / "out"),
             models=[
-                {
-                    "model": "openai/apiflow/oracle",
-                    "slug": "down",
-                    "params": {"api_base": url, "api_key": "k"},
-                }
+                {"model": "openai/apiflow/sim:ace", "slug": "flaky",
+                 "params": {"api_base": flaky, "api_key": "sk-standin", "timeout": 1.5}},
+                {"model": "openai/apiflow/oracle", "slug": "down", "params": {"api_base": down, "api_key": "k"}},
             ],
-            tasks={"ids": ["sample-w01-sub01", "sample-w01-sub02"]},
+            tasks={"ids": ["sample-w01-sub01", "sample-w01-sub02", "sample-w01-chain-1to03"]},
             epochs=1,
-            retry={"max_attempts": 2, "base_s": 0.01, "max_wait_s": 0.02},
-            concurrency={"actors": 1},
-            price_table=str(prices),
-        )
-        down = run_grid(spec, progress=False)
+            ratelimits={"openai": {"rpm": 6000}},
+            retry={"max_attempts": 8, "base_s": 0.05, "max_wait_s": 0.3, "max_elapsed_s": 60},
+            concurrency={"actors": 1, "trials_per_actor": 8},  # one litellm import (seconds) is enough
+            price_table=str(_offline_priced(tmp_path, "openai/apiflow/*")),
+        )  # fmt: skip
+        first = run_grid(spec, progress=False)
     store = ResultStore(spec.out)
-    assert down.tally.harness == 2 and not down.complete and store.done_ids() == set()
-    assert len(store.failed_ids()) == 2
-    with StandinServer(StandinConfig()) as url:  # the provider is back: a resume retries them
-        healed = spec.model_copy(
-            update={
-                "models": [spec.models[0].model_copy(update={"params": {"api_base": url, "api_key": "k"}})]
-            }
-        )
-        again = run_grid(healed, progress=False)
-    assert again.tally.stored == 2 and store.failed_ids() == set()
+    rows = store.read_rows().to_pylist()
+    assert {r["model"] for r in rows} == {"flaky"} and len(rows) == 3
+    assert sum(r["retries"] for r in rows) > 0
+    logged = [
+        r for row in rows for r in store.read_transcript("flaky", row["trial_id"])["apiflow"]["retries"]
+    ]
+    assert {r["status"] for r in logged} & {429, 500} and all(r["wait_s"] >= 0 for r in logged)
+    assert first.gates and first.gates[0]["acquired"] >= sum(r["model_calls"] for r in rows)
+    # The endpoint that was down: provider outcomes, unscored, counted, and not stored as rows.
+    assert first.tally.harness == 3 and not first.complete and len(store.failed_ids()) == 3
+    failures = store.read_rows(failures=True).to_pylist()
+    assert all(f["termination"] == "provider_error" and f["retries"] == 7 for f in failures)
+    with StandinServer(StandinConfig()) as healed:  # the provider is back: a resume retries them
+        moved = [m.model_copy(update={"params": {"api_base": healed, "api_key": "k"}}) for m in spec.models]
+        again = run_grid(spec.model_copy(update={"models": moved}), progress=False)
+    assert again.already_done == 3 and again.tally.stored == 3 and again.complete
+    assert store.failed_ids() == set() and len(store.done_ids()) == 6
 
 
 def _offline_priced(tmp_path: Path, pattern: str) -> Path:
