@@ -11,7 +11,8 @@ Measures, in one process and one run:
   * trial     - ``run_trial`` as the CLI and grid run it (graded);
   * sync      - ``run_trial_sync`` (adds one ``asyncio.run`` event loop per trial).
 Reports CPU (process_time) and wall (perf_counter) per trial and per tool call, and ratios to the
-floor. Target: <= 2 ms per ~13-model-call trial. Rounds interleave the variants; the median of 7 is reported.
+floor. Target: <= 2 ms per ~13-model-call trial. Rounds interleave the variants; the median of 7
+is reported, with the best round beside it.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def _async_batch(make: Callable[[int], Awaitable[Any]]) -> Callable[[int], None]
 
 def measure(
     bank: Bank, task: Task, n: int, recorded: list[tuple[str, Any]]
-) -> dict[str, tuple[float, float]]:
+) -> dict[str, tuple[float, float, float]]:
     """Timings of each variant for ``n`` trials."""
     world = bank.world_of(task)
 
@@ -170,36 +171,45 @@ def measure(
         for name, batch in variants.items():
             samples[name].append(_time_once(n, batch))
     timings = {
-        name: (statistics.median(c for c, _ in runs), statistics.median(w for _, w in runs))
+        name: (
+            statistics.median(c for c, _ in runs),
+            min(c for c, _ in runs),
+            statistics.median(w for _, w in runs),
+        )
         for name, runs in samples.items()
     }
     return timings
 
 
 def report(
-    task: Task, tool_calls: int, model_calls: int, n: int, timings: dict[str, tuple[float, float]]
+    task: Task, tool_calls: int, model_calls: int, n: int, timings: dict[str, tuple[float, float, float]]
 ) -> bool:
+    """Print the table; True when the graded trial meets the target."""
     print(
         f"task {task.id}: {model_calls} model calls, {tool_calls} tool calls per trial; "
-        f"{n} trials x {ROUNDS} rounds (median round); python {sys.version.split()[0]}"
+        f"{n} trials x {ROUNDS} interleaved rounds; python {sys.version.split()[0]}"
     )
     floor_cpu = timings["floor"][0] / n
     print(
-        f"{'variant':10s} {'cpu ms/trial':>13s} {'wall ms/trial':>14s} {'cpu us/tool call':>17s} {'x floor':>8s}"
+        f"{'variant':10s} {'cpu ms/trial':>13s} {'(best round)':>13s} {'wall ms/trial':>14s} "
+        f"{'cpu us/tool call':>17s} {'x floor':>8s}"
     )
-    for name, (cpu, wall) in timings.items():
+    for name, (cpu, best, wall) in timings.items():
         per = cpu / n
         print(
-            f"{name:10s} {per * 1e3:13.3f} {wall / n * 1e3:14.3f} {per / tool_calls * 1e6:17.1f} "
-            f"{per / floor_cpu:8.1f}"
+            f"{name:10s} {per * 1e3:13.3f} {best / n * 1e3:13.3f} {wall / n * 1e3:14.3f} "
+            f"{per / tool_calls * 1e6:17.1f} {per / floor_cpu:8.1f}"
         )
     graded = timings["trial"][0] / n * 1e3
     ok = graded <= TARGET_MS
-    print(f"graded trial: {graded:.3f} ms CPU vs target {TARGET_MS} ms -> {'OK' if ok else 'OVER TARGET'}")
-    t, u, g = (timings[k][0] / n * 1e3 for k in ("tools", "ungraded", "trial"))
     print(
-        f"split of the graded trial: world+tools {t:.3f} ms ({t / g:.0%}), agent loop + offline model + "
-        f"record {u - t:.3f} ms ({(u - t) / g:.0%}), grading {g - u:.3f} ms ({(g - u) / g:.0%})"
+        f"graded trial (median round): {graded:.3f} ms CPU vs target {TARGET_MS} ms -> {'OK' if ok else 'OVER'}"
+    )
+    # Differences of best rounds: less sensitive to other processes' load than medians.
+    t, u, g = (timings[k][1] / n * 1e3 for k in ("tools", "ungraded", "trial"))
+    print(
+        f"split (best rounds): world+tools {t:.3f} ms ({t / g:.0%}), agent loop + offline model + record "
+        f"{u - t:.3f} ms ({(u - t) / g:.0%}), grading {g - u:.3f} ms ({(g - u) / g:.0%})"
     )
     return ok
 
