@@ -9,7 +9,7 @@ Measures, in one process and one run:
                 (no model, no loop, no record): the share of the world and tool engines;
   * ungraded  - ``run_trial`` with grading switched off: world + workspace + tools + loop + record;
   * trial     - ``run_trial`` as the CLI and grid run it (graded);
-  * sync      - ``run_trial_sync`` (adds one ``asyncio.run`` event loop per trial).
+  * sync      - ``run_trial_sync`` (adds one private event loop per trial).
 Reports CPU (process_time) and wall (perf_counter) per trial and per tool call, and ratios to the
 floor. Target: <= 2 ms per ~13-model-call trial. Rounds interleave the variants; the median of 7
 is reported, with the best round beside it.
