@@ -152,6 +152,8 @@ def draft(ctx: Ctx) -> Draft:
             f"Report the grant ref and which {res.singular} it covers. Please don't use the v2 ledger, it is frozen.",
             f"Fix whatever is wrong with the token and fetch the access ledger of {ctx.parent.value}; send me back the "
             f"grant ref plus the {res.singular} id.",
+            f"Once auth works again I only need two things from the access ledger of {ctx.parent.value}: the grant "
+            f"ref and the {res.singular} id it names. Credentials are in the vault as usual.",
         )
     )
     return Draft(

@@ -177,6 +177,9 @@ def draft(ctx: Ctx) -> Draft:
         f"Our sync job reads {res.plural} of {ctx.parent.value} and keeps surfacing {legacy_id} as {words(flag)}. "
         f"I suspect it is hitting a deprecated or look-alike route. Use the spec to find the canonical "
         f"listing, then tell me the {res.singular} flagged {flag} and its {words(metric.name)}.",
+        f"Before we wire {res.plural} of {ctx.parent.value} into the {dom.team} report: the spec has several "
+        f"look-alike routes for them and at least one is deprecated. Pick the canonical one, find the "
+        f"{res.singular} flagged {flag}, and tell me its id and {words(metric.name)}.",
     )
     return Draft(
         prompt=prompt,

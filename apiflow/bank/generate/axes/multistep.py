@@ -229,6 +229,9 @@ def draft(ctx: Ctx) -> Draft:
         f"Please {flow} for {ctx.parent.value} on the v3 API (the v1 draft route is dead). Heads up: commits on "
         f"this service are known to fail part-way with 503 commit_interrupted. I want the {res.singular} id, its "
         f"final status, how many items got committed and the {words(ref_key)}.",
+        f"Release checklist item for {ctx.parent.value}: {flow} on v3. The commit step is flaky (it can stop "
+        f"part-way with a 503), so make sure it really finishes. Report the {res.singular} id, the final status, the "
+        f"committed count and the {words(ref_key)}.",
     )
     return Draft(
         prompt=prompt,

@@ -22,7 +22,7 @@ from apiflow.bank.generate.draft import (
     url_re,
 )
 from apiflow.bank.generate.routes import eq, register, rule
-from apiflow.bank.generate.wording import an, opener, pick
+from apiflow.bank.generate.wording import an, opener, pick, quote_json
 
 CLAMP = 25
 
@@ -134,6 +134,11 @@ def draft(ctx: Ctx) -> Draft:
     )
     stale_total = total - rng.randint(3, 9)
     summary_t, summary = f"{path_t}-summary", f"{path}-summary"
+    summary_body = {
+        "total": stale_total,
+        "as_of": "2026-06-28T00:00:00Z",
+        "note": "nightly rollup; lags the live feed",
+    }
     ctx.book.add(
         "GET",
         summary_t,
@@ -143,11 +148,7 @@ def draft(ctx: Ctx) -> Draft:
                 f"{ctx.key}-summary",
                 [p_eq],
                 200,
-                {
-                    "total": stale_total,
-                    "as_of": "2026-06-28T00:00:00Z",
-                    "note": "nightly rollup; lags the live feed",
-                },
+                summary_body,
             )
         ],
         fallback=missing_parent(ctx),
@@ -193,6 +194,9 @@ def draft(ctx: Ctx) -> Draft:
         f"Need a full census of {res.plural} under {ctx.parent.value}. Don't trust the summary endpoint or the "
         f"old v2 feed (its cursor loops forever); {how}. Report the count, the last {res.singular} id and the "
         f"closing ref.",
+        f"GET {summary} answers {quote_json(summary_body)}, and finance says that number is wrong. Count the "
+        f"{res.plural} of {ctx.parent.value} from the live feed itself ({how}); I need the real count, the last "
+        f"{res.singular} id and the closing ref on it.",
     )
     card = [
         CardField(

@@ -122,6 +122,9 @@ def draft(ctx: Ctx) -> Draft:
         f"and report the {res.singular} id, {words(metric.name)} and status ref.",
         f"Can you pull the live {res.singular} status for {ctx.parent.value}? My script gave up after "
         f"{quote_json(seen)}. I need the {res.singular} id, the {words(metric.name)} and the status ref it returns.",
+        f"Since this morning every {res.singular} status read for {ctx.parent.value} fails with {status} "
+        f"({quote_json(seen)}). Please get one clean live reading and report the {res.singular} id, "
+        f"{words(metric.name)} and status ref.",
     )
     card = [
         CardField(

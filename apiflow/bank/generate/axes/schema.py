@@ -176,6 +176,9 @@ def draft(ctx: Ctx) -> Draft:
         f"Need {want} for {ctx.parent.res.singular} {ctx.parent.value}. My attempt "
         f"{quote_request('POST', path, broken)} is rejected with {quote_json(first_error)}. Repair it; I want the "
         f"created {res.singular} id and status.",
+        f"What I'm after for {ctx.parent.value}: {want}. The payload we have,\n"
+        f"{quote_request('POST', path, broken)}\nkeeps bouncing with {quote_json(first_error)}. Get it accepted by "
+        f"the strict v3 endpoint and report the new id and status.",
     )
     card = [
         CardField(

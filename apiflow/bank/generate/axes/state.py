@@ -154,6 +154,8 @@ def draft(ctx: Ctx) -> Draft:
         f"against the live revision{ask}; report the {res.singular} id and receipt.",
         f"My saved revision for {ctx.parent.value} is stale (the write answered 409 stale_revision). Get the "
         f"real current revision, record the {res.singular}{ask}, and send me the new id and receipt.",
+        f"Write conflict on {ctx.parent.value}: {quote_json(stale_error)}. Use the live revision (the revision "
+        f"cache lags), record the {res.singular}{ask}, and report the id and receipt.",
     )
     card = [
         CardField(
