@@ -7,7 +7,7 @@ from apiflow.errors import UsageError
 from apiflow.models.base import Usage
 from apiflow.results.prices import DEFAULT_PRICE_TABLE, Prices, cost_usd, load_price_table
 
-FIXTURES = Path("/work/shared/fixtures")
+FIXTURES = Path(__file__).resolve().parents[1] / "data"  # copies of ../shared/fixtures
 LEADERBOARD_GRID = Path(__file__).resolve().parents[2] / "configs" / "grids" / "leaderboard.yaml"
 
 

@@ -16,7 +16,7 @@ from apiflow.results.rows import (
     task_shape,
 )
 
-FIXTURES = Path("/work/shared/fixtures")
+FIXTURES = Path(__file__).resolve().parents[1] / "data"  # copies of ../shared/fixtures
 
 
 def test_schema_is_derived_from_the_row_model():
