@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -34,21 +35,43 @@ def _verify(args: argparse.Namespace) -> int:
         from apiflow.models.registry import check_model_name
 
         check_model_name(args.oracle_model)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     log = verify_bank(bank, oracle_model=args.oracle_model)
     for gate, row in log.summary().items():
         status = "ok  " if row["failed"] == 0 else "FAIL"
         print(f"{status} {gate:<20} {row['passed']} passed, {row['failed']} failed")
     for failure in log.failures()[:20]:
         print(f"FAIL {failure.gate:<20} {failure.task_id}: {failure.detail}")
-    elapsed = time.perf_counter() - started
-    if log.failures():
-        print(
-            f"bank {bank.name} {bank.hash}: REFUSED ({len(log.failures())} gate failure(s), {elapsed:.1f} s)"
-        )
+    report_ok = _check_report(root, log, args.oracle_model)
+    took = f"{time.process_time() - cpu:.1f} s CPU, {time.perf_counter() - started:.1f} s wall"
+    if log.failures() or not report_ok:
+        print(f"bank {bank.name} {bank.hash}: REFUSED ({len(log.failures())} gate failure(s), {took})")
         return 1
-    print(f"bank {bank.name} {bank.hash}: VERIFIED ({len(log.results)} gate checks, {elapsed:.1f} s)")
+    print(f"bank {bank.name} {bank.hash}: VERIFIED ({len(log.results)} gate checks, {took})")
     return 0
+
+
+def _check_report(root: Path, log: object, oracle_model: str | None) -> bool:
+    """The re-run must reproduce the validation report the bank was published with."""
+    path = root / "validation.json"
+    if not path.is_file():
+        print("--   report               no validation.json beside this bank")
+        return True
+    if oracle_model:
+        print("--   report               not compared (a different oracle was used)")
+        return True
+    try:
+        recorded = json.loads(path.read_text())["results"]
+    except (ValueError, KeyError, TypeError) as exc:
+        print(f"FAIL report               unreadable validation.json ({exc})")
+        return False
+    rerun = [r.as_dict() for r in log.results]  # type: ignore[attr-defined]
+    if recorded != rerun:
+        first = next((i for i, (a, b) in enumerate(zip(recorded, rerun, strict=False)) if a != b), len(rerun))
+        print(f"FAIL report               re-run differs from validation.json (first at result #{first})")
+        return False
+    print(f"ok   report               {len(rerun)} recorded gate results reproduced")
+    return True
 
 
 def _stats(args: argparse.Namespace) -> int:

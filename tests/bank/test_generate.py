@@ -214,3 +214,18 @@ def test_a_failing_subtask_is_revised_and_a_failing_chain_truncated(monkeypatch:
     assert "decoy at step" in grown.revisions[0]  # the mint predicate remains; the decoy now passes
     assert [c["length"] for c in grown.chains] == [2]
     assert grown.revisions[-1] == "w01: chains truncated before 1to03"
+
+
+def test_verify_refuses_a_bank_whose_report_does_not_reproduce(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from apiflow.bank import write_manifest
+
+    out = tmp_path / "b"
+    build_bank(11, out, worlds=1)
+    report = out / "validation.json"
+    report.write_text(report.read_text().replace('"ok": true', '"ok": false', 1))
+    write_manifest(out, "s11")  # a consistent manifest: only the report re-check can catch it
+    assert main(["bank", "verify", str(out)]) == 1
+    out_text = capsys.readouterr().out
+    assert "FAIL report               re-run differs from validation.json (first at result #0)" in out_text
