@@ -10,6 +10,7 @@ interrupted grid completes it with no duplicate and no lost trial.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import resource
 import shutil
@@ -69,12 +70,12 @@ class Ray:
                 num_cpus=os.cpu_count() or 2,
                 include_dashboard=False,
                 _temp_dir=temp_dir,
-                logging_level="ERROR",
+                logging_level=logging.ERROR,
                 log_to_driver=False,
             )
             self.started_here = True
         else:
-            ray.init(address=address or os.environ.get("RAY_ADDRESS"), logging_level="ERROR")
+            ray.init(address=address or os.environ.get("RAY_ADDRESS"), logging_level=logging.ERROR)
 
     def cpus(self) -> int:
         return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
@@ -107,7 +108,7 @@ class Dispatcher:
         # Provider trials take minutes: one per call, the actor runs many calls at once.
         if not self.spec.models[queue[0].model_index].offline:
             return [queue.popleft()]
-        batch = []
+        batch: list[PlannedTrial] = []
         while (
             queue
             and len(batch) < self.spec.concurrency.batch
@@ -180,22 +181,27 @@ def _start_actors(ray: Any, spec: GridSpec, run_id: str, cpus: int) -> tuple[lis
     from cluster.ratelimit import ProviderGate
     from cluster.worker import TrialWorker
 
+    # @ray.remote classes: mypy sees the plain class, Ray adds ``options``/``remote``.
+    gate_cls: Any = ProviderGate
+    ledger_cls: Any = BudgetLedger
+    worker_cls: Any = TrialWorker
+
     providers = {m.provider for m in spec.models if not m.offline and m.provider}
     gates = {}
     for provider in sorted(providers):
         if provider in spec.ratelimits:
             limit = spec.ratelimits[provider]
             tpm = limit.tpm * limit.headroom if limit.tpm else None
-            gates[provider] = ProviderGate.options(num_cpus=0).remote(
+            gates[provider] = gate_cls.options(num_cpus=0).remote(
                 provider, limit.rpm * limit.headroom, tpm, limit.burst_s
             )
-    ledger = BudgetLedger.options(num_cpus=0).remote(spec.budget_usd) if spec.budget_usd else None
+    ledger = ledger_cls.options(num_cpus=0).remote(spec.budget_usd) if spec.budget_usd else None
     n_actors = spec.concurrency.actors or cpus
     offline_only = all(m.offline for m in spec.models)
     calls = 2 if offline_only else spec.concurrency.trials_per_actor
     spec_ref = ray.put(spec.model_dump_json())  # held by the driver: restarts re-read their arguments
     actors = [
-        TrialWorker.options(num_cpus=min(1.0, cpus / n_actors), max_concurrency=max(calls, 2)).remote(
+        worker_cls.options(num_cpus=min(1.0, cpus / n_actors), max_concurrency=max(calls, 2)).remote(
             spec_ref, run_id, gates, ledger
         )
         for _ in range(n_actors)

@@ -210,7 +210,7 @@ class StandinProvider:
 
     def _completion(self, model: str, output: ModelOutput) -> dict[str, Any]:
         c = self.config
-        calls = [
+        calls: list[dict[str, Any]] = [
             {"id": tc.id, "type": "function",
              "function": {"name": tc.name, "arguments": tc.arguments if isinstance(tc.arguments, str)
                           else json.dumps(tc.arguments, ensure_ascii=False)}}

@@ -58,11 +58,16 @@ class _PriceFile(BaseModel):
 class TokenCounts(Protocol):
     """Anything with token counts by kind (``TokensDetail``, ``Usage``)."""
 
-    input: int
-    output: int
-    cache_read: int
-    cache_write: int
-    reasoning: int
+    @property
+    def input(self) -> int: ...
+    @property
+    def output(self) -> int: ...
+    @property
+    def cache_read(self) -> int: ...
+    @property
+    def cache_write(self) -> int: ...
+    @property
+    def reasoning(self) -> int: ...
 
 
 @dataclass(frozen=True)
