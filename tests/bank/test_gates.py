@@ -247,3 +247,39 @@ def test_published_shape_constants() -> None:
 def test_first_and_last_subtasks_certify(task_id: str) -> None:
     task, log = bank().task(task_id), GateLog()
     assert check_solo(task, world(task), log), log.failures()
+
+
+def test_wrong_value_gate_fails_when_a_wrong_card_still_matches() -> None:
+    task = solo("discovery")
+    preds = [p.model_dump() for p in task.predicates]
+    # A set expectation with a repeated member: dropping one copy (the sabotage) is the same set.
+    preds.append({"kind": "answer_schema", "field": "flags", "expected": ["x-1", "x-1"], "comparator": "set"})
+    log = GateLog()
+    triad(edit(task, predicates=preds, card_fields=[*task.card_fields, "flags"]), world(task), log)
+    assert failed(log) == {"wrong_value"}
+    assert "flags" in next(r.detail for r in log.failures())
+
+
+def test_chain_stale_gate_fails_when_the_stale_revision_still_works() -> None:
+    k, sub = next(
+        (t.length, t)
+        for t in bank().tasks.values()
+        if t.kind == "solo" and t.axis == "statefulness" and t.world == "w01"
+    )
+    _, subs = _chains("w01")
+    kept = [
+        p.model_dump()
+        for p in sub.predicates
+        if not (p.kind == "data_flow" and p.used_in_request_url_pattern)
+    ]
+    subs = {**subs, k: edit(sub, predicates=kept)}
+    chain = compose_chain(
+        ChainFile(id=f"v1-w01-chain-1to{k:02d}", world="w01", length=k, prompt="x"),
+        [subs[i] for i in range(1, k + 1)],
+    )
+    log = GateLog()
+    chain_check([chain], bank().worlds["w01"], subs, log)
+    assert not log.failures()
+    log = GateLog()
+    chain_check([chain], _world_without(bank().worlds["w01"], "-stale"), subs, log)
+    assert "chain_stale" in failed(log)
