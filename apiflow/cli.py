@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from apiflow.errors import UsageError
 
 # Modules exposing ``register(subparsers)``; each adds its verbs with ``set_defaults(func=...)``.
-# Imported lazily by name so that ``apiflow --help`` stays fast and one broken verb cannot hide the rest.
+# Named here rather than imported at the top so that each package owns its verbs and this
+# dispatcher stays a list.
 _VERB_MODULES = (
     "apiflow.bank.cli",
     "apiflow.agent.cli",
@@ -36,13 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="apiflow", description="Evaluate LLM agents on long, dependent REST-API workflows.")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     for name in _VERB_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # verb module not built (yet): skip it, nothing else
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(name).register(sub)
     return parser
 
 
