@@ -24,6 +24,7 @@ import yaml
 from clusterkit import ROOT, children, cmdline, kill_all, pids_mentioning
 
 from apiflow.bank import DEFAULT_BANK, load_bank
+from apiflow.results.rows import PUBLISHED_COLUMNS, published_row
 from apiflow.results.store import ResultStore
 from cluster.driver import run_grid
 from cluster.plan import plan_grid
@@ -74,6 +75,10 @@ def test_grid_completes_with_exactly_one_row_per_trial(ray_session, tmp_path, wh
     assert rows.num_rows == len(planned) and set(rows.column("trial_id").to_pylist()) == planned
     assert store.done_ids() == planned
     assert store.read_manifest()["planned_trials"] == 78
+    for row in rows.to_pylist()[:10]:  # each row is its stored transcript, flattened
+        transcript = store.read_transcript(row["model"], row["trial_id"])
+        assert transcript["apiflow"]["trial_id"] == row["trial_id"]
+        assert published_row(transcript, panel="t") == {k: row[k] for k in PUBLISHED_COLUMNS}
     again = run_grid(spec, progress=False)  # resume of a complete grid: nothing to do
     assert again.already_done == 78 and again.tally.done == 0
 
