@@ -14,6 +14,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from apiflow.errors import UsageError
 from apiflow.models.base import GenerateConfig, ModelOutput, ProviderError, ToolCall, Usage
 
 RetryHook = Callable[[Callable[[], Awaitable[Any]], list[dict[str, Any]]], Awaitable[Any]]
@@ -45,6 +46,18 @@ def _litellm() -> Any:
     import litellm
 
     return litellm
+
+
+def check_model_id(model: str) -> None:
+    """Refuse a model id no litellm provider claims (a typo, not a provider fault).
+
+    Raises:
+        UsageError: litellm cannot route ``model`` to any provider.
+    """
+    try:
+        _litellm().get_llm_provider(model=model)
+    except Exception as exc:  # litellm raises its BadRequestError; any refusal means the same here
+        raise UsageError(f"unknown model {model!r}: no litellm provider for it ({type(exc).__name__})") from None
 
 
 class LiteLLMProviderError(ProviderError):

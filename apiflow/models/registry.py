@@ -39,6 +39,11 @@ def check_model_name(name: str) -> None:
         if name.startswith(SIM_PREFIX):
             raise UsageError(f"unknown sim profile {name[len(SIM_PREFIX) :]!r}; known: {', '.join(PROFILES)}")
         raise UsageError(f"unknown offline model {name!r}; known: {', '.join(OFFLINE_MODELS)}")
+    if not is_offline(name):
+        # Imported only on the provider path: offline models never load litellm.
+        from apiflow.models.litellm_client import check_model_id
+
+        check_model_id(name)
 
 
 def make_model(name: str, task: Task, seed: int, params: dict[str, Any] | None = None) -> ModelClient:
