@@ -1,0 +1,95 @@
+"""The stand-in provider (apiflow/models/standin_server.py): OpenAI shapes, faults, statelessness."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from apiflow.agent.prompts import initial_messages
+from apiflow.bank import DEFAULT_BANK, load_bank
+from apiflow.models.standin_server import StandinConfig, StandinServer
+
+
+def post(url: str, body: dict) -> tuple[int, dict, dict]:
+    request = urllib.request.Request(
+        f"{url}/chat/completions", json.dumps(body).encode(), {"content-type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, dict(err.headers), json.loads(err.read())
+
+
+@pytest.fixture(scope="module")
+def opening():
+    task = load_bank(DEFAULT_BANK).task("sample-w01-sub01")
+    return {"model": "apiflow/oracle", "messages": initial_messages(task)}
+
+
+def test_answers_like_openai_and_is_stateless(opening):
+    with StandinServer() as url:
+        status, _, first = post(url, opening)
+        again = post(url, opening)[2]
+    assert status == 200 and first == again  # a retried request gets the same answer
+    message = first["choices"][0]["message"]
+    assert message["tool_calls"] and json.loads(message["tool_calls"][0]["function"]["arguments"])
+    assert (
+        first["usage"]["total_tokens"]
+        == first["usage"]["prompt_tokens"] + first["usage"]["completion_tokens"]
+    )
+
+
+def test_rate_limit_answers_429_with_retry_after(opening):
+    with StandinServer(StandinConfig(rpm=60, burst_s=1.0)) as url:
+        codes = [post(url, opening) for _ in range(3)]
+    assert codes[0][0] == 200
+    limited = [c for c in codes if c[0] == 429]
+    assert limited and float(limited[0][1]["retry-after"]) >= 1 and "retry-after-ms" in limited[0][1]
+
+
+def test_injected_faults(opening):
+    with StandinServer(StandinConfig(p_500=1.0)) as url:
+        assert post(url, opening)[0] == 500
+    with StandinServer(StandinConfig(p_malformed=1.0)) as url:
+        args = post(url, opening)[2]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+        with pytest.raises(ValueError):
+            json.loads(args)
+    with StandinServer(StandinConfig(p_empty=1.0)) as url:
+        message = post(url, opening)[2]["choices"][0]["message"]
+        assert message["content"] is None and "tool_calls" not in message
+    with (
+        StandinServer(StandinConfig(p_timeout=1.0, timeout_s=0.2)) as url,
+        pytest.raises((urllib.error.URLError, ConnectionError, OSError)),
+    ):
+        post(url, opening)  # the connection is dropped without an answer
+
+
+def test_unknown_conversation_is_a_bad_request():
+    with StandinServer() as url:
+        status, _, body = post(
+            url, {"model": "apiflow/oracle", "messages": [{"role": "user", "content": "hi"}]}
+        )
+    assert status == 400 and body["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.slow
+def test_malformed_and_empty_replies_reach_the_trial_through_litellm():
+    from apiflow.agent import run_trial_sync
+    from apiflow.models import make_model
+    from apiflow.models.retry import RetryPolicy, retry_hook
+
+    bank = load_bank(DEFAULT_BANK)
+    task = bank.task("sample-w01-sub02")
+    with StandinServer(StandinConfig(p_malformed=0.5, seed=2)) as url:
+        model = make_model(
+            "openai/apiflow/oracle", task, 0, {"api_base": url, "api_key": "k", "max_retries": 0}
+        )
+        model.retry = retry_hook(RetryPolicy(max_attempts=2))  # type: ignore[attr-defined]
+        record = run_trial_sync(task, bank.world_of(task), model, seed=0, epoch=1, bank_name=bank.name,
+                                bank_hash=bank.hash, run_id="r", model_slug="standin")  # fmt: skip
+    assert record.apiflow.parse_errors > 0 and not record.is_harness_outcome  # the model's fault, not ours
+    assert record.apiflow.retries == []  # malformed JSON is an answer, never retried
