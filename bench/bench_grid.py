@@ -11,7 +11,7 @@ b  Stand-in provider (real HTTP, real litellm, the gate actor and retry layer) w
    requests, steady state) and the share of calls answered 429. Targets: >= 95 %, < 1 %.
 c  Peak driver memory (ru_maxrss of a fresh driver process) for a planned grid of 44,365 trials vs
    one of 4,437: import Ray, plan, list the store, build the work queue. Target < 500 MB, flat.
-d  The full-size offline grid: 19 offline model slugs x 467 task slots (sample-bank tasks cycled with
+d  The full-size offline grid (``--row-format parquet|arrow|both``, default parquet): 19 offline model slugs x 467 task slots (sample-bank tasks cycled with
    new seeds) x 5 epochs = 44,365 trials, end to end (``python -m cluster.driver``: Ray start, grading,
    one stored row + transcript per trial). Target <= 120 s wall on this 2-core machine.
 """
@@ -160,15 +160,16 @@ def part_c(work: Path) -> None:
         print(f"    {int(trials):6d} planned trials: peak RSS {float(rss):6.1f} MB")
 
 
-def part_d(work: Path) -> None:
-    out = work / "d"
-    grid_file = work / "full-grid.yaml"
-    grid_file.write_text(yaml.safe_dump(_full_grid(str(out))))
+def part_d(work: Path, row_format: str = "parquet") -> None:
+    out = work / f"d-{row_format}"
+    grid_file = work / f"full-grid-{row_format}.yaml"
+    grid_file.write_text(yaml.safe_dump({**_full_grid(str(out)), "row_format": row_format}))
     began = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "cluster.driver", str(grid_file), "--no-progress"],
                           capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     wall = time.perf_counter() - began
-    print(f"(d) full-size offline grid 19 x 467 x 5, python -m cluster.driver end to end, load avg {_load()}")
+    print(f"(d) full-size offline grid 19 x 467 x 5, {row_format} rows, python -m cluster.driver end to end, "
+          f"load avg {_load()}")  # fmt: skip
     for line in done.stdout.splitlines():
         print(f"    {line.strip()}")
     if done.returncode != 0:
@@ -187,6 +188,7 @@ def main() -> int:
     parser.add_argument("--work", help="scratch folder (default: a fresh temp dir, removed after)")
     parser.add_argument("--rpm", type=float, default=600.0)
     parser.add_argument("--tpm", type=float, default=3_000_000.0)
+    parser.add_argument("--row-format", default="parquet", help="part d: parquet, arrow or both")
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-grid-"))
@@ -200,7 +202,8 @@ def main() -> int:
         if "b" in parts:
             part_b(work, args.rpm, args.tpm)
         if "d" in parts:
-            part_d(work)
+            for row_format in ("parquet", "arrow") if args.row_format == "both" else (args.row_format,):
+                part_d(work, row_format)
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)

@@ -76,7 +76,7 @@ class TrialRunner:
         self.spec = spec
         self.run_id = run_id
         self.bank = load_checked_bank(spec)
-        self.store = ResultStore(spec.out, spec.storage_options)
+        self.store = ResultStore(spec.out, spec.storage_options, spec.row_format)
         self.prices = load_price_table(spec.price_table)
         self.model_prices = [price_for(self.prices, m) for m in spec.models]
         self.limits = trial_limits(spec)

@@ -8,12 +8,27 @@ from apiflow.results.rows import ROW_SCHEMA, record_to_row
 from apiflow.results.store import ResultStore, model_token
 
 
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+@pytest.fixture(params=["local", "local-arrow", pytest.param("s3", marks=pytest.mark.s3)])
 def store(request, tmp_path):
-    if request.param == "local":
-        return ResultStore(str(tmp_path / "out"))
+    if request.param.startswith("local"):
+        return ResultStore(
+            str(tmp_path / "out"), row_format="arrow" if "arrow" in request.param else "parquet"
+        )
     url, options = request.getfixturevalue("s3_url")
     return ResultStore(url, storage_options=options)
+
+
+def test_rows_in_both_formats_read_as_one_table(tmp_path, make_record):
+    parquet = ResultStore(str(tmp_path / "o"))
+    arrow = ResultStore(str(tmp_path / "o"), row_format="arrow")
+    assert _put(parquet, make_record(trial_id="1" * 32)) is True
+    assert _put(arrow, make_record(trial_id="1" * 32)) is False  # already stored, whatever the format
+    assert _put(arrow, make_record(trial_id="2" * 32)) is True
+    table = parquet.read_rows()
+    assert table.schema == ROW_SCHEMA and sorted(table.column("trial_id").to_pylist()) == ["1" * 32, "2" * 32]
+    assert parquet.compact().trials == 2 and arrow.read_rows().num_rows == 2
+    with pytest.raises(UsageError, match="row format"):
+        ResultStore(str(tmp_path / "o"), row_format="csv")
 
 
 def _put(store, record):
