@@ -96,83 +96,89 @@ class WorldBuild:
     revisions: list[str] = field(default_factory=list)
 
 
+class _Grower:
+    """One world being grown: its route book, state, accepted subtasks and what they leave behind."""
+
+    def __init__(self, bank: str, seed: int, wid: str, domain_index: int, oracle_model: str | None) -> None:
+        self.bank, self.seed, self.wid, self.oracle_model = bank, seed, wid, oracle_model
+        dom = DOMAINS[domain_index]
+        self.mint, self.book = Minter(derive_rng(seed, wid, "values")), RouteBook()
+        self.state: dict[str, Any] = {}
+        self.world = init_world(wid, dom, derive_rng(seed, wid, "init"), self.mint, self.book)
+        self.parent, self.used_res = root(dom), list[str]()
+        self.leaves: dict[tuple[str, str], Any] = {("vault", k): v for k, v in vault(self.world).items()}
+        self.accepted: list[Task] = []
+        self.drafts: list[Draft] = []
+        self.build = WorldBuild(world={})
+
+    def _attempt(self, k: int, axis: str, difficulty: str, attempt: int) -> tuple[Task, Draft, WorldDef]:
+        """Draft step k (variant ``attempt``) into the world and assemble its solo task."""
+        rng = derive_rng(self.seed, self.wid, k, attempt)
+        ctx = Ctx(k, axis, difficulty, rng, self.world, self.mint, self.book, self.state, self.parent, self.used_res)
+        draft = AXES[axis](ctx)
+        wdef = WorldDef.model_validate(world_data(self.world, self.book, self.state))
+        ws = _deep_merge(replay_state(wdef, self.accepted), draft.state_extra)
+        seed_vars = dict(self.leaves)
+        seed_vars.update({("local", n): v for n, v in draft.seed_locals.items()})
+        doc = solo_data(self.bank, self.world, k, axis, difficulty, draft, seed_vars, ws)
+        doc["prompt"] += story_link(derive_rng(self.seed, self.wid, k, attempt, "story"), self.parent, k)
+        return Task.model_validate(doc), draft, wdef
+
+    def add_step(self, k: int, axis: str, difficulty: str) -> None:
+        """Admit step k through its gates, revising (redrawing) it up to ``REVISIONS`` times."""
+        for attempt in range(REVISIONS):
+            snap, state_snap, used_snap = self.book.snapshot(), copy.deepcopy(self.state), list(self.used_res)
+            task, draft, wdef = self._attempt(k, axis, difficulty, attempt)
+            log = GateLog()
+            if check_solo(task, wdef, log, oracle_model=self.oracle_model):
+                self.build.log.results.extend(log.results)
+                break
+            self.build.revisions.append(
+                f"{task.id} attempt {attempt}: " + "; ".join(f"{r.gate}: {r.detail}" for r in log.failures())
+            )
+            self.book.restore(snap)
+            self.state.clear()
+            self.state.update(state_snap)
+            self.used_res[:] = used_snap
+        else:
+            raise UsageError(f"{self.wid} sub{k:02d} ({axis}) failed its gates after {REVISIONS} revisions: "
+                             f"{self.build.revisions[-1]}")
+        self.accepted.append(task)
+        self.drafts.append(draft)
+        self.parent = draft.output
+        self.leaves[("local", "access_token")] = self.world.token
+        self.leaves[("local", draft.output.var)] = draft.output.value
+
+    def add_chains(self, max_chain: int) -> None:
+        """Chains 1to02..1toK, certified together; a failing chain is truncated with every longer one."""
+        final = WorldDef.model_validate(world_data(self.world, self.book, self.state))
+        rng = derive_rng(self.seed, self.wid, "chains")
+        chain_tasks: list[Task] = []
+        for length in range(2, max_chain + 1):
+            doc = chain_prompt(rng, self.drafts[:length], self.bank, self.wid, length)
+            chain_tasks.append(compose_chain(ChainFile.model_validate(doc), self.accepted[:length]))
+            self.build.chains.append(doc)
+        check_chains(chain_tasks, final, {t.length: t for t in self.accepted}, self.build.log)
+        bad = sorted({r.task_id for r in self.build.log.failures()})
+        if bad:
+            # Never padded: the first failing chain and every longer one are dropped.
+            first = min(t.length for t in chain_tasks if t.id in bad)
+            self.build.chains = [c for c in self.build.chains if c["length"] < first]
+            self.build.revisions.append(f"{self.wid}: chains truncated before 1to{first:02d}")
+
+
 def grow_world(
     bank: str, seed: int, index: int, shape: WorldShape, domain_index: int, oracle_model: str | None = None
 ) -> WorldBuild:
     """Initialise world ``index`` once, then add subtasks one by one, each admitted only through its gates."""
     wid = f"w{index + 1:02d}"
-    dom = DOMAINS[domain_index]
-    mint, book = Minter(derive_rng(seed, wid, "values")), RouteBook()
-    state: dict[str, Any] = {}
-    world = init_world(wid, dom, derive_rng(seed, wid, "init"), mint, book)
-    plan = storyline(derive_rng(seed, wid, "plan"), shape.subs)
-    parent, used_res = root(dom), list[str]()
-    leaves: dict[tuple[str, str], Any] = {("vault", k): v for k, v in vault(world).items()}
-    accepted: list[Task] = []
-    drafts: list[Draft] = []
-    build = WorldBuild(world={})
-    for k, (axis, difficulty) in enumerate(plan, start=1):
-        for attempt in range(REVISIONS):
-            snap, state_snap, used_snap = book.snapshot(), copy.deepcopy(state), list(used_res)
-            ctx = Ctx(
-                k,
-                axis,
-                difficulty,
-                derive_rng(seed, wid, k, attempt),
-                world,
-                mint,
-                book,
-                state,
-                parent,
-                used_res,
-            )
-            draft = AXES[axis](ctx)
-            wdef = WorldDef.model_validate(world_data(world, book, state))
-            ws = _deep_merge(replay_state(wdef, accepted), draft.state_extra)
-            seed_vars = dict(leaves)
-            seed_vars.update({("local", n): v for n, v in draft.seed_locals.items()})
-            doc = solo_data(bank, world, k, axis, difficulty, draft, seed_vars, ws)
-            doc["prompt"] += story_link(derive_rng(seed, wid, k, attempt, "story"), parent, k)
-            task = Task.model_validate(doc)
-            log = GateLog()
-            if check_solo(task, wdef, log, oracle_model=oracle_model):
-                build.log.results.extend(log.results)
-                break
-            build.revisions.append(
-                f"{task.id} attempt {attempt}: " + "; ".join(f"{r.gate}: {r.detail}" for r in log.failures())
-            )
-            book.restore(snap)
-            state.clear()
-            state.update(state_snap)
-            used_res[:] = used_snap
-        else:
-            raise UsageError(
-                f"{wid} sub{k:02d} ({axis}) failed its gates after {REVISIONS} revisions: "
-                f"{build.revisions[-1]}"
-            )
-        accepted.append(task)
-        drafts.append(draft)
-        parent = draft.output
-        leaves[("local", "access_token")] = world.token
-        leaves[("local", draft.output.var)] = draft.output.value
-    final = WorldDef.model_validate(world_data(world, book, state))
-    build.world = world_data(world, book, state)
-    build.solos = [_solo_doc(t) for t in accepted]
-    subs = {t.length: t for t in accepted}
-    rng = derive_rng(seed, wid, "chains")
-    chain_tasks: list[Task] = []
-    for K in range(2, shape.max_chain + 1):
-        doc = chain_prompt(rng, drafts[:K], bank, wid, K)
-        chain_tasks.append(compose_chain(ChainFile.model_validate(doc), accepted[:K]))
-        build.chains.append(doc)
-    check_chains(chain_tasks, final, subs, build.log)
-    bad = sorted({r.task_id for r in build.log.failures()})
-    if bad:
-        # A chain that fails its gates is truncated: it and every longer chain are dropped, never padded.
-        first = min(t.length for t in chain_tasks if t.id in bad)
-        build.chains = [c for c in build.chains if c["length"] < first]
-        build.revisions.append(f"{wid}: chains truncated before 1to{first:02d}")
-    return build
+    grower = _Grower(bank, seed, wid, domain_index, oracle_model)
+    for k, (axis, difficulty) in enumerate(storyline(derive_rng(seed, wid, "plan"), shape.subs), start=1):
+        grower.add_step(k, axis, difficulty)
+    grower.build.world = world_data(grower.world, grower.book, grower.state)
+    grower.build.solos = [_solo_doc(t) for t in grower.accepted]
+    grower.add_chains(shape.max_chain)
+    return grower.build
 
 
 def story_link(rng: Any, parent: Any, k: int) -> str:
