@@ -27,92 +27,41 @@ def scope_error(mint_path: str, scope: str) -> dict[str, str]:
     }
 
 
+def _minted(token: str, scopes: list[str]) -> dict[str, Any]:
+    return {"access_token": token, "token_type": "Bearer", "expires_in": 900, "scope": " ".join(scopes)}
+
+
+def _token_routes(world: World, book: RouteBook) -> None:
+    """The client-credentials mint (grant and client checks, elevated scope on request) and the legacy v1 mint."""
+    elevated = [*world.base_scopes, world.dom.elevated_scope]
+    wrong_client = any_({"at": "body.client_id", "ne": world.client_id},
+                        {"at": "body.client_secret", "ne": world.client_secret})
+    book.add("POST", world.mint_path, "Mint an access token (client credentials)", [
+        rule("bad-grant", [not_(eq("body.grant_type", "client_credentials"))], 400, grant_error()),
+        rule("bad-client", [wrong_client], 401, {
+            "error": "invalid_client", "hint": "client_id/client_secret do not match a registered client (see the vault)"}),
+        rule("elevated", [{"at": "body.scope", "matches": world.dom.elevated_scope}], 200,
+             _minted(world.elevated_token, elevated),
+             do=[{"mint_token": {"value": world.elevated_token, "scopes": elevated}}]),
+        rule("default", [], 200, _minted(world.token, world.base_scopes),
+             do=[{"mint_token": {"value": world.token, "scopes": world.base_scopes}}]),
+    ], bearer=False)
+    legacy = {"value": world.legacy_token, "scopes": world.base_scopes[:1], "legacy": True}
+    book.add("POST", "/v1/oauth/token", "DEPRECATED legacy token mint", [
+        rule("legacy", [], 200, {"token": world.legacy_token, "type": "legacy"}, do=[{"mint_token": legacy}]),
+    ], bearer=False, deprecated={"sunset": "2025-03-31", "superseded_by": world.mint_path})
+
+
 def init_world(wid: str, dom: Domain, rng: random.Random, mint: Minter, book: RouteBook) -> World:
     """Credentials, the token routes (v3 or v2 mint + a deprecated v1 mint) and the world's identity."""
     version = rng.choice(("v3", "v3", "v2"))
     world = World(
-        wid=wid,
-        dom=dom,
-        mint_path=f"/{version}/oauth/token",
-        client_id=f"cid_{dom.stem}_{rng.randrange(10, 99)}",
-        client_secret=f"csec_{rng.getrandbits(40):010x}",
-        token=mint.token(dom.stem),
-        elevated_token=mint.token(f"{dom.stem}x"),
-        legacy_token=f"tk_{dom.stem}_legacy_v1",
-        base_scopes=[f"{dom.stem}:read", f"{dom.stem}:write"],
+        wid=wid, dom=dom, mint_path=f"/{version}/oauth/token",
+        client_id=f"cid_{dom.stem}_{rng.randrange(10, 99)}", client_secret=f"csec_{rng.getrandbits(40):010x}",
+        token=mint.token(dom.stem), elevated_token=mint.token(f"{dom.stem}x"),
+        legacy_token=f"tk_{dom.stem}_legacy_v1", base_scopes=[f"{dom.stem}:read", f"{dom.stem}:write"],
     )
-    all_scopes = [*world.base_scopes, dom.elevated_scope]
-    book.add(
-        "POST",
-        world.mint_path,
-        "Mint an access token (client credentials)",
-        [
-            rule("bad-grant", [not_(eq("body.grant_type", "client_credentials"))], 400, grant_error()),
-            rule(
-                "bad-client",
-                [
-                    any_(
-                        {"at": "body.client_id", "ne": world.client_id},
-                        {"at": "body.client_secret", "ne": world.client_secret},
-                    )
-                ],
-                401,
-                {
-                    "error": "invalid_client",
-                    "hint": "client_id/client_secret do not match a registered client (see the vault)",
-                },
-            ),
-            rule(
-                "elevated",
-                [{"at": "body.scope", "matches": dom.elevated_scope}],
-                200,
-                {
-                    "access_token": world.elevated_token,
-                    "token_type": "Bearer",
-                    "expires_in": 900,
-                    "scope": " ".join(all_scopes),
-                },
-                do=[{"mint_token": {"value": world.elevated_token, "scopes": all_scopes}}],
-            ),
-            rule(
-                "default",
-                [],
-                200,
-                {
-                    "access_token": world.token,
-                    "token_type": "Bearer",
-                    "expires_in": 900,
-                    "scope": " ".join(world.base_scopes),
-                },
-                do=[{"mint_token": {"value": world.token, "scopes": world.base_scopes}}],
-            ),
-        ],
-        bearer=False,
-    )
-    book.add(
-        "POST",
-        "/v1/oauth/token",
-        "DEPRECATED legacy token mint",
-        [
-            rule(
-                "legacy",
-                [],
-                200,
-                {"token": world.legacy_token, "type": "legacy"},
-                do=[
-                    {
-                        "mint_token": {
-                            "value": world.legacy_token,
-                            "scopes": world.base_scopes[:1],
-                            "legacy": True,
-                        }
-                    }
-                ],
-            ),
-        ],
-        bearer=False,
-        deprecated={"sunset": "2025-03-31", "superseded_by": world.mint_path},
-    )
+    _token_routes(world, book)
     return world
 
 
