@@ -96,9 +96,10 @@ def _page_rules(ctx: Ctx, m: _Plan, on_parent: dict[str, Any]) -> tuple[list[dic
         chunk = {"$slice": {"of": feed, "offset": i * m.size, "limit": m.size}}
         last = i == m.pages - 1
         headers = None
+        body: dict[str, Any]
         if m.style == "cursor":
             cursor = f"cur_{key}_{i}"
-            when = [on_parent, {"at": "query.cursor", "present": False}] if i == 0 else [on_parent, eq("query.cursor", cursor)]
+            when = [on_parent, {"at": "query.cursor", "present": False} if i == 0 else eq("query.cursor", cursor)]
             body = {m.res.plural: chunk, "next_cursor": None if last else f"cur_{key}_{i + 1}"}
             urls.append(path if i == 0 else f"{path}?cursor={cursor}")
         else:
