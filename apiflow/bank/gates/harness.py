@@ -53,6 +53,9 @@ class Script:
     answer: str
 
 
+_FORKABLE = {"_entities", "_vars", "changed_variables", "clock", "exchanges", "ids"}
+
+
 def fork_workspace(workspace: Workspace) -> Workspace:
     """A copy of a workspace that evolves independently.
 
@@ -61,6 +64,8 @@ def fork_workspace(workspace: Workspace) -> Workspace:
     containers, the id generator and the clock. Falls back to a deep copy if the
     workspace's layout is not the one this relies on.
     """
+    if set(vars(workspace)) != _FORKABLE:
+        return copy.deepcopy(workspace)  # a layout this does not know: never share what it cannot vouch for
     try:
         twin = copy.copy(workspace)
         twin._entities = dict(workspace._entities)  # noqa: SLF001
