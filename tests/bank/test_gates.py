@@ -283,3 +283,16 @@ def test_chain_stale_gate_fails_when_the_stale_revision_still_works() -> None:
     log = GateLog()
     chain_check([chain], _world_without(bank().worlds["w01"], "-stale"), subs, log)
     assert "chain_stale" in failed(log)
+
+
+def test_workspace_fork_is_independent_and_safe_on_unknown_layouts() -> None:
+    from apiflow.bank.gates.harness import fork_workspace
+    from apiflow.tools import Workspace
+
+    ws = Workspace([], {"document": {}}, 3)
+    twin = fork_workspace(ws)
+    twin.write_variable("local", "x", 1)
+    assert ("local", "x") not in ws.changed_variables and twin.ids.request_id() == ws.ids.request_id()
+    ws.cache = {"k": 1}  # type: ignore[attr-defined]
+    other = fork_workspace(ws)
+    assert other.cache == ws.cache and other.cache is not ws.cache  # type: ignore[attr-defined]
