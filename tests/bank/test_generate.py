@@ -148,6 +148,11 @@ def test_cli_build_verify_stats_and_a_corrupted_copy(
     assert f"FAIL manifest  tasks/{path.name}: content does not match its manifest sha256" in text
     assert "REFUSED" in text
     assert main(["bank", "build", "--seed", "9", "--out", str(out), "--worlds", "99"]) == 2
+    keep = tmp_path / "precious"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("mine")
+    assert main(["bank", "build", "--seed", "9", "--out", str(keep), "--worlds", "1"]) == 2
+    assert (keep / "notes.txt").read_text() == "mine"
 
 
 @pytest.mark.slow

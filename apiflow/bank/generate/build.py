@@ -249,6 +249,8 @@ def build_bank(
     derive_rng(seed, "domains").shuffle(order)
     root_dir = Path(out)
     if root_dir.exists():
+        if root_dir.is_file() or (any(root_dir.iterdir()) and not (root_dir / "manifest.json").is_file()):
+            raise UsageError(f"refusing to overwrite {root_dir}: it exists and is not a bank folder")
         shutil.rmtree(root_dir)
     (root_dir / "worlds").mkdir(parents=True)
     (root_dir / "tasks").mkdir()
