@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
-from apiflow.world.features import Features
+from apiflow.world.features import Features, address_of
 from apiflow.world.model import Condition
 from apiflow.world.state import MISSING
-from apiflow.world.template import render
+from apiflow.world.template import compile_template
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -76,19 +77,32 @@ def _compare(op: str, value: Any, operand: Any) -> bool:
     raise ValueError(f"unknown condition operator {op!r}")
 
 
-def holds(condition: Condition, features: Features) -> bool:
-    """Whether ``condition`` is true of the request."""
+Check = Callable[[Features], bool]
+
+
+def compile_condition(condition: Condition) -> Check:
+    """A check of ``condition``: the operator and the feature address are read once, not per request."""
     if condition.any is not None:
-        return any(holds(c, features) for c in condition.any)
+        anyof = [compile_condition(c) for c in condition.any]
+        return lambda features: any(check(features) for check in anyof)
     if condition.all is not None:
-        return all(holds(c, features) for c in condition.all)
+        allof = [compile_condition(c) for c in condition.all]
+        return lambda features: all(check(features) for check in allof)
     if condition.not_ is not None:
-        return not holds(condition.not_, features)
+        negated = compile_condition(condition.not_)
+        return lambda features: not negated(features)
     assert condition.at is not None
-    value = features.lookup(condition.at)
+    address = address_of(condition.at)
     (field,) = [f for f in condition.model_fields_set if f != "at"]
     op = "in" if field == "in_" else field
     operand = getattr(condition, field)
     if op in ("eq", "ne"):
-        operand = render(operand, features)  # compare against state, e.g. "{{state.plan_id}}"
-    return _compare(op, value, operand)
+        # Compared against a rendered operand, e.g. "{{state.plan_id}}".
+        rendered = compile_template(operand)
+        return lambda features: _compare(op, features.at(address), rendered(features))
+    return lambda features: _compare(op, features.at(address), operand)
+
+
+def holds(condition: Condition, features: Features) -> bool:
+    """Whether ``condition`` is true of the request."""
+    return compile_condition(condition)(features)

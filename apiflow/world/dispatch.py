@@ -14,19 +14,17 @@ Matching order (docs/design/001-world-as-data.md):
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-from apiflow.world.conditions import holds
+from apiflow.world.compiled import CompiledRoute, CompiledWorld, compiled
 from apiflow.world.errors import TransportError
-from apiflow.world.features import Features, parse_body, parse_url
+from apiflow.world.features import Features, ParsedUrl, parse_body, parse_url
 from apiflow.world.http import HttpRequest, HttpResponse
-from apiflow.world.model import Effect, ResponseSpec, Route, WorldDef
+from apiflow.world.model import Effect, Route, WorldDef
 from apiflow.world.spec import openapi_document
 from apiflow.world.state import MISSING, assoc_in, get_in, split_path
-from apiflow.world.template import render
+from apiflow.world.template import Evaluator
 
 TOKENS = "tokens"  # state table of minted bearer tokens
 CALLS = "_calls"  # state table of per-route call counts
@@ -39,26 +37,6 @@ class Outcome:
     state: dict[str, Any]
     response: HttpResponse
     route: Route | None = None
-
-
-@lru_cache(maxsize=64)
-def _netloc(server: str) -> str:
-    return parse_url(server).netloc
-
-
-@lru_cache(maxsize=4096)
-def _template_regex(path: str) -> re.Pattern[str]:
-    pattern = re.sub(r"\\\{([A-Za-z_][A-Za-z0-9_]*)\\\}", r"(?P<\1>[^/]+)", re.escape(path))
-    return re.compile(f"^{pattern}$")
-
-
-def _match_routes(world: WorldDef, path: str) -> list[tuple[Route, dict[str, str]]]:
-    found = []
-    for route in world.routes:
-        m = _template_regex(route.path).match(path)
-        if m:
-            found.append((route, m.groupdict()))
-    return found
 
 
 def _auth_features(state: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
@@ -88,7 +66,9 @@ def _check_bearer(route: Route, auth: dict[str, Any]) -> str | None:
     return None
 
 
-def _apply(state: dict[str, Any], effect: Effect, features: Features, nonce: str) -> dict[str, Any]:
+def _apply(
+    state: dict[str, Any], effect: Effect, value: Evaluator, features: Features, nonce: str
+) -> dict[str, Any]:
     if effect.mint_id is not None:
         digest = hashlib.sha256(f"{nonce}:{effect.mint_id.into}".encode()).hexdigest()
         return assoc_in(state, split_path(effect.mint_id.into), effect.mint_id.prefix + digest[: effect.mint_id.hex])
@@ -96,9 +76,9 @@ def _apply(state: dict[str, Any], effect: Effect, features: Features, nonce: str
         grant = effect.mint_token
         record = {"scopes": list(grant.scopes), "max_uses": grant.max_uses, "legacy": grant.legacy, "uses": 0}
         return assoc_in(state, [TOKENS, grant.value], record)
-    value = render(effect.value, features)
+    rendered = value(features)
     if effect.set is not None:
-        return assoc_in(state, split_path(effect.set), value)
+        return assoc_in(state, split_path(effect.set), rendered)
     if effect.incr is not None:
         parts = split_path(effect.incr)
         current = get_in(state, parts)
@@ -106,14 +86,8 @@ def _apply(state: dict[str, Any], effect: Effect, features: Features, nonce: str
     if effect.append is not None:
         parts = split_path(effect.append)
         current = get_in(state, parts)
-        return assoc_in(state, parts, [*([] if current is MISSING else current), value])
+        return assoc_in(state, parts, [*([] if current is MISSING else current), rendered])
     raise ValueError("an effect needs set, incr, append or mint_token")
-
-
-def _respond(spec: ResponseSpec, features: Features) -> HttpResponse:
-    headers = {k.lower(): str(render(v, features)) for k, v in spec.headers.items()}
-    body = render(spec.text, features) if spec.text is not None else render(spec.body, features)
-    return HttpResponse(spec.status, headers, body)
 
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> HttpResponse:
@@ -124,24 +98,39 @@ def dispatch(
     world: WorldDef, state: dict[str, Any], request: HttpRequest, live_netloc: str, seed: int = 0
 ) -> Outcome:
     """Answer one request; ``state`` is never mutated, the new state is returned."""
+    plan = compiled(world)
     url = parse_url(request.url)
-    if url.netloc and url.netloc not in (_netloc(world.server), live_netloc):
+    if url.netloc and url.netloc not in (plan.netloc, live_netloc):
         raise TransportError("network: ConnectError: All connection attempts failed")
     method = request.method.upper()
     if world.serve_openapi and url.path == "/openapi.json" and method == "GET":
         return Outcome(state, _json(200, openapi_document(world)))
-    candidates = _match_routes(world, url.path)
-    if not candidates and url.path != "/" and url.path.endswith("/") and _match_routes(world, url.path.rstrip("/")):
+    candidates = plan.match_routes(url.path)
+    if not candidates and url.path != "/" and url.path.endswith("/") and plan.match_routes(url.path.rstrip("/")):
         query = f"?{url.query_string}" if url.query_string else ""
         location = f"http://{live_netloc}{url.path.rstrip('/')}{query}"
         return Outcome(state, HttpResponse(307, {"location": location}, ""))
     if not candidates:
         return Outcome(state, _json(404, {"detail": "Not Found"}))
-    chosen = [(r, p) for r, p in candidates if r.method == method]
+    chosen = [(r, p) for r, p in candidates if r.route.method == method]
     if not chosen:
-        allow = ", ".join(sorted({r.method for r, _ in candidates}))
+        allow = ", ".join(sorted({r.route.method for r, _ in candidates}))
         return Outcome(state, _json(405, {"detail": "Method Not Allowed"}, {"allow": allow}))
-    route, params = chosen[0]
+    return _answer(plan, state, request, url, method, *chosen[0], seed)
+
+
+def _answer(
+    plan: CompiledWorld,
+    state: dict[str, Any],
+    request: HttpRequest,
+    url: ParsedUrl,
+    method: str,
+    compiled_route: CompiledRoute,
+    params: dict[str, str],
+    seed: int,
+) -> Outcome:
+    """Steps 6-7 on the chosen route: count the call, check the bearer, fire the first matching rule."""
+    route = compiled_route.route
     body_kind, body = parse_body(request.body)
     calls_key = f"{route.method} {route.path}"
     calls = get_in(state, [CALLS, calls_key])
@@ -153,18 +142,14 @@ def dispatch(
     state = assoc_in(state, [CALLS, calls_key], features.route_calls + 1)
     failure = _check_bearer(route, auth)
     if failure is not None:
-        return Outcome(state, _respond(getattr(world.auth, failure), features), route)
+        return Outcome(state, plan.auth_failures[failure].respond(features), route)
     if route.auth is not None:
         state = assoc_in(state, [TOKENS, auth["token"], "uses"], auth["uses"] + 1)
-    for rule in route.rules:
-        if all(holds(c, features) for c in rule.when):
-            for effect in rule.do:
-                state = _apply(state, effect, features, f"{seed}:{calls_key}:{features.route_calls}")
-                features = Features(**{**_fields(features), "state": state})
+    for rule in compiled_route.rules:
+        if rule.matches(features):
+            for effect, value in rule.effects:
+                state = _apply(state, effect, value, features, f"{seed}:{calls_key}:{features.route_calls}")
+                features = features.with_state(state)
             # The response is rendered after the transition, so it can report the new state.
-            return Outcome(state, _respond(rule.respond, features), route)
+            return Outcome(state, rule.response.respond(features), route)
     return Outcome(state, _json(404, {"error": "no_matching_mock"}), route)
-
-
-def _fields(features: Features) -> dict[str, Any]:
-    return {name: getattr(features, name) for name in Features.__slots__}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
 from apiflow.world.state import MISSING, get_in, split_path
@@ -26,7 +26,15 @@ def parse_url(url: str) -> ParsedUrl:
     path = parts.path or "/"
     if not path.startswith("/"):
         path = "/" + path
-    return ParsedUrl(parts.netloc, path, dict(parse_qsl(parts.query, keep_blank_values=True)), parts.query)
+    return ParsedUrl(parts.netloc, path, _query(parts.query), parts.query)
+
+
+def _query(query: str) -> dict[str, str]:
+    """Last-value-wins query parameters, blank values kept (``parse_qsl`` semantics)."""
+    if "%" in query or "+" in query or ";" in query:
+        return dict(parse_qsl(query, keep_blank_values=True))
+    # Nothing to unquote: split as parse_qsl does, without its per-field decoding work.
+    return dict(field.partition("=")[::2] for field in query.split("&") if field)
 
 
 def parse_body(body: Any) -> tuple[str, Any]:
@@ -64,8 +72,11 @@ class Features:
 
     def lookup(self, name: str) -> Any:
         """The feature called ``name`` (e.g. ``body.duration.unit``) or ``MISSING``."""
-        head, _, rest = name.partition(".")
-        parts = split_path(rest)
+        return self.at(address_of(name))
+
+    def at(self, address: Address) -> Any:
+        """The feature at a parsed ``address`` (see ``address_of``) or ``MISSING``."""
+        name, head, rest, parts = address
         if head == "method":
             return self.method
         if head == "path":
@@ -85,3 +96,25 @@ class Features:
         if head == "route" and rest == "calls":
             return self.route_calls
         raise ValueError(f"unknown request feature {name!r}")
+
+    def with_state(self, state: dict[str, Any]) -> Features:
+        """The same request seen against a new state (after an effect)."""
+        return Features(
+            self.method, self.path_params, self.query, self.headers, self.body_kind, self.body,
+            self.auth, state, self.route_calls,
+        )
+
+
+class Address(NamedTuple):
+    """A feature name split once, e.g. ``body.a.b`` -> head ``body``, rest ``a.b``, parts ``[a, b]``."""
+
+    name: str
+    head: str
+    rest: str
+    parts: list[str]
+
+
+def address_of(name: str) -> Address:
+    """Split a feature name (``state.plan.status``) into its ``Address``."""
+    head, _, rest = name.partition(".")
+    return Address(name, head, rest, split_path(rest))

@@ -37,6 +37,22 @@ def body_text(body: Any) -> str:
     return json.dumps(body)
 
 
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def http_date(moment: datetime) -> str:
+    """``Mon, 29 Jun 2026 19:31:16 GMT`` (RFC 9110 IMF-fixdate) of a UTC time.
+
+    Built by hand: HTTP names are English whatever the locale (``strftime``'s ``%a``/``%b``
+    follow it), and it is cheaper, once per request.
+    """
+    return (
+        f"{_WEEKDAYS[moment.weekday()]}, {moment.day:02d} {_MONTHS[moment.month - 1]} {moment.year:04d} "
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d} GMT"
+    )
+
+
 class WorldSession:
     """One trial's world: ``send`` requests, read the spec; nothing leaks between sessions."""
 
@@ -83,7 +99,7 @@ class WorldSession:
 
     def _transport_headers(self, response: HttpResponse, text: str) -> dict[str, str]:
         now = self._clock + timedelta(seconds=self.requests_served)
-        headers = {"date": now.strftime("%a, %d %b %Y %H:%M:%S GMT"), "server": "uvicorn"}
+        headers = {"date": http_date(now), "server": "uvicorn"}
         headers["content-length"] = str(len(text) if text.isascii() else len(text.encode()))
         if response.body is not None and not isinstance(response.body, str):
             headers["content-type"] = "application/json"

@@ -6,29 +6,67 @@
 - Objects with a single ``$``-key are directives: ``$int``, ``$str``, ``$len``,
   ``$min``, ``$max``, ``$add``, ``$slice`` (``{of, offset, limit, max}``: offset/limit
   pagination with a silent clamp), ``$json`` (compact JSON text of a value).
+
+A template is compiled once into an ``Evaluator`` (``compile_template``) and then evaluated per
+request. Subtrees without expressions or directives compile to constants that return the
+template's own object: response bodies are large and mostly static, and nothing downstream
+mutates them (state updates copy along their path, tools and grading only read).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
-from apiflow.world.features import Features
+from apiflow.world.features import Address, Features, address_of
 from apiflow.world.state import MISSING
+
+Evaluator = Callable[[Features], Any]
 
 _WHOLE = re.compile(r"^\{\{\s*(.+?)\s*\}\}$")
 _INNER = re.compile(r"\{\{\s*(.+?)\s*\}\}")
 
 
-def _eval_expr(expr: str, features: Features) -> Any:
+class _Constant:
+    """A subtree with nothing to evaluate: returned as is, never copied."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self, features: Features) -> Any:
+        return self.value
+
+
+def _compile_expr(expr: str) -> Evaluator:
     name, sep, default = expr.partition("??")
-    value = features.lookup(name.strip())
-    if value is MISSING:
-        if sep:
-            return json.loads(default.strip())
-        return None
-    return value
+    address: Address = address_of(name.strip())
+    default_text = default.strip()
+
+    def evaluate(features: Features) -> Any:
+        value = features.at(address)
+        if value is MISSING:
+            # Parsed per use, as written: a bad literal fails when it is needed, not at load.
+            return json.loads(default_text) if sep else None
+        return value
+
+    return evaluate
+
+
+def _compile_text(template: str) -> Evaluator:
+    # re.split with one group alternates literal text and expressions: [text, expr, text, ...].
+    pieces = _INNER.split(template)
+    parts: list[str | Evaluator] = [
+        piece if i % 2 == 0 else _compile_expr(piece) for i, piece in enumerate(pieces)
+    ]
+
+    def evaluate(features: Features) -> str:
+        return "".join(p if isinstance(p, str) else _text(p(features)) for p in parts)
+
+    return evaluate
 
 
 def _as_int(value: Any) -> int:
@@ -38,51 +76,77 @@ def _as_int(value: Any) -> int:
         return 0
 
 
-def _directive(name: str, arg: Any, features: Features) -> Any:
-    value = render(arg, features)
-    if name == "$int":
-        return _as_int(value)
-    if name == "$str":
-        return "" if value is None else str(value)
-    if name == "$len":
-        return len(value) if isinstance(value, list | dict | str) else 0
-    if name == "$min":
-        return min(_as_int(v) for v in value)
-    if name == "$max":
-        return max(_as_int(v) for v in value)
-    if name == "$add":
-        return sum(_as_int(v) for v in value)
-    if name == "$json":
-        return json.dumps(value)
-    if name == "$slice":
-        items = value.get("of") or []
-        offset = max(0, _as_int(value.get("offset", 0)))
-        limit = _as_int(value.get("limit", len(items)))
-        cap = value.get("max")
-        if cap is not None:
-            limit = min(limit, int(cap))
-        return items[offset : offset + max(0, limit)]
-    raise ValueError(f"unknown template directive {name!r}")
+def _slice(value: Any) -> Any:
+    items = value.get("of") or []
+    offset = max(0, _as_int(value.get("offset", 0)))
+    limit = _as_int(value.get("limit", len(items)))
+    cap = value.get("max")
+    if cap is not None:
+        limit = min(limit, int(cap))
+    return items[offset : offset + max(0, limit)]
+
+
+# Each directive applied to its (already rendered) argument.
+_DIRECTIVES: dict[str, Callable[[Any], Any]] = {
+    "$int": _as_int,
+    "$str": lambda value: "" if value is None else str(value),
+    "$len": lambda value: len(value) if isinstance(value, list | dict | str) else 0,
+    "$min": lambda value: min(_as_int(v) for v in value),
+    "$max": lambda value: max(_as_int(v) for v in value),
+    "$add": lambda value: sum(_as_int(v) for v in value),
+    "$json": json.dumps,
+    "$slice": _slice,
+}
+
+
+def _compile_directive(name: str, arg: Any) -> Evaluator:
+    argument = compile_template(arg)
+    directive = _DIRECTIVES.get(name)
+    if directive is None:
+
+        def unknown(features: Features) -> Any:
+            argument(features)  # rendered first, as before: its own errors come first
+            raise ValueError(f"unknown template directive {name!r}")
+
+        return unknown
+    return lambda features: directive(argument(features))
+
+
+def _compile_dict(template: dict[str, Any]) -> Evaluator:
+    if len(template) == 1:
+        ((key, arg),) = template.items()
+        if key.startswith("$"):
+            return _compile_directive(key, arg)
+    items = [(k, compile_template(v)) for k, v in template.items()]
+    if all(isinstance(ev, _Constant) for _, ev in items):
+        return _Constant(template)
+    return lambda features: {k: ev(features) for k, ev in items}
+
+
+def _compile_list(template: list[Any]) -> Evaluator:
+    items = [compile_template(v) for v in template]
+    if all(isinstance(ev, _Constant) for ev in items):
+        return _Constant(template)
+    return lambda features: [ev(features) for ev in items]
+
+
+def compile_template(template: Any) -> Evaluator:
+    """An evaluator of ``template``; compiling never fails, evaluation raises what rendering would."""
+    if isinstance(template, str):
+        if "{{" not in template:
+            return _Constant(template)
+        whole = _WHOLE.match(template)
+        return _compile_expr(whole.group(1)) if whole else _compile_text(template)
+    if isinstance(template, dict):
+        return _compile_dict(template)
+    if isinstance(template, list):
+        return _compile_list(template)
+    return _Constant(template)
 
 
 def render(template: Any, features: Features) -> Any:
-    """A copy of ``template`` with every expression and directive evaluated."""
-    if isinstance(template, str):
-        if "{{" not in template:
-            return template
-        whole = _WHOLE.match(template)
-        if whole:
-            return _eval_expr(whole.group(1), features)
-        return _INNER.sub(lambda m: _text(_eval_expr(m.group(1), features)), template)
-    if isinstance(template, dict):
-        if len(template) == 1:
-            (key, arg), = template.items()
-            if key.startswith("$"):
-                return _directive(key, arg, features)
-        return {k: render(v, features) for k, v in template.items()}
-    if isinstance(template, list):
-        return [render(v, features) for v in template]
-    return template
+    """``template`` with every expression and directive evaluated (static subtrees are shared)."""
+    return compile_template(template)(features)
 
 
 def _text(value: Any) -> str:
@@ -93,4 +157,4 @@ def _text(value: Any) -> str:
     return json.dumps(value)
 
 
-KNOWN_DIRECTIVES = ("$int", "$str", "$len", "$min", "$max", "$add", "$json", "$slice")
+KNOWN_DIRECTIVES = tuple(_DIRECTIVES)

@@ -1,0 +1,148 @@
+"""A world definition prepared for dispatch, once per definition and shared by every trial.
+
+Dispatching straight from the pydantic definition redid the same work on every request:
+a regex match per route, each condition's operator read off its fields, every response
+template walked and copied. All of that is a pure function of the frozen ``WorldDef``, so
+it is done once: route patterns, condition checks and template evaluators (static subtrees
+become constants). Compiling never fails on a validated world; what rendering would raise
+(an unknown directive, a bad default) is still raised when that template is evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from apiflow.world.conditions import Check, compile_condition
+from apiflow.world.features import Features, parse_url
+from apiflow.world.http import HttpResponse
+from apiflow.world.model import Effect, ResponseSpec, Route, Rule, WorldDef
+from apiflow.world.template import Evaluator, compile_template
+
+AUTH_FAILURES = ("missing", "invalid", "legacy", "expired", "insufficient_scope")
+_PARAM = re.compile(r"\\\{([A-Za-z_][A-Za-z0-9_]*)\\\}")
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledResponse:
+    """A response spec's status, its headers (names lower-cased) and body as evaluators."""
+
+    status: int
+    headers: tuple[tuple[str, Evaluator], ...]
+    body: Evaluator
+
+    def respond(self, features: Features) -> HttpResponse:
+        """The response to one request."""
+        headers = {name: str(value(features)) for name, value in self.headers}
+        return HttpResponse(self.status, headers, self.body(features))
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    """A rule's conditions as checks, its effects with their value evaluators, its response."""
+
+    rule: Rule
+    checks: tuple[Check, ...]
+    effects: tuple[tuple[Effect, Evaluator], ...]
+    response: CompiledResponse
+
+    def matches(self, features: Features) -> bool:
+        """Whether every condition holds (a conjunction, checked in order)."""
+        return all(check(features) for check in self.checks)
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRoute:
+    """A route with its path pattern (None for a path without parameters) and compiled rules."""
+
+    route: Route
+    segments: int
+    pattern: re.Pattern[str] | None
+    rules: tuple[CompiledRule, ...]
+
+    def match(self, path: str, segments: int) -> dict[str, str] | None:
+        """The path parameters when ``path`` (with ``segments`` slashes) is this route's, else None."""
+        if segments != self.segments:  # a parameter never spans a "/"
+            return None
+        if self.pattern is None:
+            return {} if path == self.route.path else None
+        m = self.pattern.match(path)
+        return m.groupdict() if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledWorld:
+    """Everything dispatch needs from a world definition."""
+
+    netloc: str
+    routes: tuple[CompiledRoute, ...]
+    auth_failures: dict[str, CompiledResponse]
+
+    def match_routes(self, path: str) -> list[tuple[CompiledRoute, dict[str, str]]]:
+        """Every route whose template matches ``path``, in declaration order, with its parameters."""
+        segments = path.count("/")
+        found = []
+        for route in self.routes:
+            params = route.match(path, segments)
+            if params is not None:
+                found.append((route, params))
+        return found
+
+
+def _compile_response(spec: ResponseSpec) -> CompiledResponse:
+    headers = tuple((name.lower(), compile_template(value)) for name, value in spec.headers.items())
+    body = compile_template(spec.text if spec.text is not None else spec.body)
+    return CompiledResponse(spec.status, headers, body)
+
+
+def _compile_rule(rule: Rule) -> CompiledRule:
+    return CompiledRule(
+        rule=rule,
+        checks=tuple(compile_condition(c) for c in rule.when),
+        effects=tuple((e, compile_template(e.value)) for e in rule.do),
+        response=_compile_response(rule.respond),
+    )
+
+
+def _path_pattern(path: str) -> re.Pattern[str] | None:
+    if "{" not in path:
+        return None
+    return re.compile("^" + _PARAM.sub(r"(?P<\1>[^/]+)", re.escape(path)) + "$")
+
+
+def _compile_route(route: Route) -> CompiledRoute:
+    return CompiledRoute(
+        route=route,
+        segments=route.path.count("/"),
+        pattern=_path_pattern(route.path),
+        rules=tuple(_compile_rule(r) for r in route.rules),
+    )
+
+
+def compile_world(world: WorldDef) -> CompiledWorld:
+    """Compile a world definition for dispatch."""
+    return CompiledWorld(
+        netloc=parse_url(world.server).netloc,
+        routes=tuple(_compile_route(r) for r in world.routes),
+        auth_failures={name: _compile_response(getattr(world.auth, name)) for name in AUTH_FAILURES},
+    )
+
+
+# Keyed by identity: a WorldDef is frozen, so its compiled form never goes stale, but pydantic
+# models holding lists are unhashable. Each entry keeps its world alive, so an id cannot be
+# reused by another object while cached. A bank holds a few dozen worlds; the bound keeps a
+# long-lived process that loads many banks from growing without limit.
+_COMPILED: dict[int, tuple[WorldDef, CompiledWorld]] = {}
+_COMPILED_MAX = 256
+
+
+def compiled(world: WorldDef) -> CompiledWorld:
+    """The compiled form of ``world``, compiled on first use."""
+    entry = _COMPILED.get(id(world))
+    if entry is not None:
+        return entry[1]
+    plan = compile_world(world)
+    if len(_COMPILED) >= _COMPILED_MAX:
+        _COMPILED.pop(next(iter(_COMPILED)))  # the oldest entry
+    _COMPILED[id(world)] = (world, plan)
+    return plan
