@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from apiflow.tools.result import ArgumentError
@@ -91,6 +92,57 @@ def _errors(instance: Any, schema: dict[str, Any]) -> Iterator[str]:
             if extras:
                 verb = "was" if len(extras) == 1 else "were"
                 yield f"Additional properties are not allowed ({', '.join(repr(e) for e in extras)} {verb} unexpected)"
+
+
+_FLAT_TYPES: dict[str, type] = {"object": dict, "string": str, "array": list, "boolean": bool, "null": type(None)}
+
+
+@dataclass(frozen=True, slots=True)
+class QuickCheck:
+    """Admits the common valid call of a flat tool schema in one pass over the arguments.
+
+    The general walk builds generators per keyword; nearly every call is valid, so a call is
+    first matched against each property's accepted Python types. Admitting means the walk
+    would find nothing; anything else (an unknown key, an unusual type) goes to the walk,
+    which alone words the errors.
+    """
+
+    accepted: dict[str, tuple[type, ...]]
+    required: tuple[str, ...]
+
+    def admits(self, arguments: dict[str, Any]) -> bool:
+        """True only when ``arguments`` is valid under the schema this check was built from."""
+        accepted = self.accepted
+        for name, value in arguments.items():
+            types = accepted.get(name)
+            if types is None or type(value) not in types:
+                return False
+        return all(name in arguments for name in self.required)
+
+
+def _flat_types(prop: dict[str, Any]) -> tuple[type, ...] | None:
+    """Exact Python types a property schema accepts, when it is one or an ``anyOf`` of plain types."""
+    if not set(prop) <= {"type", "anyOf", "description"} or ("type" in prop) == ("anyOf" in prop):
+        return None
+    options = prop["anyOf"] if "anyOf" in prop else [{"type": prop["type"]}]
+    if any(set(option) != {"type"} or option["type"] not in _FLAT_TYPES for option in options):
+        return None
+    return tuple(_FLAT_TYPES[option["type"]] for option in options)
+
+
+def quick_check(schema: dict[str, Any]) -> QuickCheck | None:
+    """A ``QuickCheck`` for a flat object schema with no additional properties, else None.
+
+    Numbers are left to the walk (bool is an int in Python; an integral float is an integer).
+    """
+    if set(schema) != {"type", "properties", "required", "additionalProperties"}:
+        return None
+    if schema["type"] != "object" or schema["additionalProperties"] is not False:
+        return None
+    accepted = {name: _flat_types(prop) for name, prop in schema["properties"].items()}
+    if any(types is None for types in accepted.values()):
+        return None
+    return QuickCheck(accepted, tuple(schema["required"]))  # type: ignore[arg-type]
 
 
 def validate_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> None:

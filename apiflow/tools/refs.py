@@ -92,5 +92,9 @@ def parse_entity_ref(value: Any) -> EntityRef:
 
 
 def make_ref(kind: EntityKind, ident: str, parent: EntityRef | None = None) -> EntityRef:
-    """Build a reference from its parts (no validation needed: the parts are ours)."""
-    return EntityRef.model_construct(kind=kind, id=ident, parent=parent)
+    """Build a reference from its parts.
+
+    Validated rather than ``model_construct``-ed: pydantic-core's validation of three fields
+    is about twice as fast as the pure-Python ``model_construct``, and it checks the kind.
+    """
+    return EntityRef(kind=kind, id=ident, parent=parent)

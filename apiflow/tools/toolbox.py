@@ -10,9 +10,10 @@ a harness bug and propagates: it must never look like a model failure.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
-from apiflow.tools.arguments import decode_arguments, validate_arguments
+from apiflow.tools.arguments import QuickCheck, decode_arguments, quick_check, validate_arguments
 from apiflow.tools.contract import TERMINATING_TOOLS, TOOL_FUNCTIONS, ToolContext
 from apiflow.tools.execute import Send
 from apiflow.tools.result import ArgumentError, ToolError, ToolResult
@@ -20,6 +21,13 @@ from apiflow.tools.schemas import parameters_for
 from apiflow.tools.workspace import Workspace
 
 _FUNCTIONS: dict[str, Callable[..., str]] = {f.__name__: f for f in TOOL_FUNCTIONS}
+
+
+@cache
+def _quick_check(name: str) -> QuickCheck | None:
+    # Keyed by tool name: the schemas are constants of the code.
+    schema = parameters_for(name)
+    return None if schema is None else quick_check(schema)
 
 
 class Toolbox:
@@ -47,7 +55,9 @@ class Toolbox:
             return ToolResult.failed("parsing", f"Tool {name} not found")
         try:
             decoded = decode_arguments(arguments)
-            validate_arguments(decoded, schema)
+            quick = _quick_check(name)
+            if quick is None or not quick.admits(decoded):
+                validate_arguments(decoded, schema)
         except ArgumentError as exc:
             return ToolResult.failed("parsing", exc.message)
         try:

@@ -61,8 +61,16 @@ class Entity:
 
     ref: EntityRef
     content: Any
-    updated_at: str
+    stamped: datetime
     origin: Origin
+
+    @property
+    def updated_at(self) -> str:
+        """When it was last written, e.g. ``2026-01-01T00:00:00.001000+00:00``.
+
+        Formatted on demand: most entities are never read back, and formatting is the dearer half.
+        """
+        return self.stamped.isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +108,14 @@ class LogicalClock:
         self._now = start
         self._step = step
 
+    def advance(self) -> datetime:
+        """Advance one step and return the new time."""
+        self._now += self._step
+        return self._now
+
     def tick(self) -> str:
         """Advance one step and return the new time, e.g. ``2026-01-01T00:00:00.001000+00:00``."""
-        self._now += self._step
-        return self._now.isoformat(timespec="microseconds")
+        return self.advance().isoformat(timespec="microseconds")
 
 
 class IdFactory:
@@ -189,7 +201,7 @@ class Workspace:
         """
         key = str(ref)
         stored = json_copy(content) if origin != "seed" and ref.kind != "response" else content
-        entity = Entity(ref=ref, content=stored, updated_at=self.clock.tick(), origin=origin)
+        entity = Entity(ref=ref, content=stored, stamped=self.clock.advance(), origin=origin)
         self._entities[key] = entity
         return entity
 
