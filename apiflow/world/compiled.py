@@ -56,14 +56,11 @@ class CompiledRoute:
     """A route with its path pattern (None for a path without parameters) and compiled rules."""
 
     route: Route
-    segments: int
     pattern: re.Pattern[str] | None
     rules: tuple[CompiledRule, ...]
 
-    def match(self, path: str, segments: int) -> dict[str, str] | None:
-        """The path parameters when ``path`` (with ``segments`` slashes) is this route's, else None."""
-        if segments != self.segments:  # a parameter never spans a "/"
-            return None
+    def match(self, path: str) -> dict[str, str] | None:
+        """The path parameters when ``path`` is this route's, else None."""
         if self.pattern is None:
             return {} if path == self.route.path else None
         m = self.pattern.match(path)
@@ -75,15 +72,14 @@ class CompiledWorld:
     """Everything dispatch needs from a world definition."""
 
     netloc: str
-    routes: tuple[CompiledRoute, ...]
+    by_segments: dict[int, tuple[CompiledRoute, ...]]
     auth_failures: dict[str, CompiledResponse]
 
     def match_routes(self, path: str) -> list[tuple[CompiledRoute, dict[str, str]]]:
         """Every route whose template matches ``path``, in declaration order, with its parameters."""
-        segments = path.count("/")
         found = []
-        for route in self.routes:
-            params = route.match(path, segments)
+        for route in self.by_segments.get(path.count("/"), ()):
+            params = route.match(path)
             if params is not None:
                 found.append((route, params))
         return found
@@ -113,17 +109,24 @@ def _path_pattern(path: str) -> re.Pattern[str] | None:
 def _compile_route(route: Route) -> CompiledRoute:
     return CompiledRoute(
         route=route,
-        segments=route.path.count("/"),
         pattern=_path_pattern(route.path),
         rules=tuple(_compile_rule(r) for r in route.rules),
     )
+
+
+def _by_segments(routes: list[Route]) -> dict[int, tuple[CompiledRoute, ...]]:
+    """Routes grouped by their number of "/" (a path parameter never spans one), in declaration order."""
+    groups: dict[int, list[CompiledRoute]] = {}
+    for route in routes:
+        groups.setdefault(route.path.count("/"), []).append(_compile_route(route))
+    return {segments: tuple(group) for segments, group in groups.items()}
 
 
 def compile_world(world: WorldDef) -> CompiledWorld:
     """Compile a world definition for dispatch."""
     return CompiledWorld(
         netloc=parse_url(world.server).netloc,
-        routes=tuple(_compile_route(r) for r in world.routes),
+        by_segments=_by_segments(world.routes),
         auth_failures={name: _compile_response(getattr(world.auth, name)) for name in AUTH_FAILURES},
     )
 
