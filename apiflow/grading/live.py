@@ -11,7 +11,9 @@ from typing import Any
 
 from apiflow.grading.answer import final_message
 from apiflow.grading.evidence import Evidence, Exchange
-from apiflow.grading.transcript import abstention_in, cut_previews, ending_of
+from apiflow.grading.transcript import PREVIEW_LIMIT, abstention_in, cut_previews, ending_of
+
+_ELLIPSIS = "…"
 
 
 def _exchange(index: int, sent: Any, cut: dict[str, str]) -> Exchange:
@@ -35,6 +37,50 @@ def _exchange(index: int, sent: Any, cut: dict[str, str]) -> Exchange:
     )
 
 
+def _long_bodies(workspace: Any) -> list[tuple[str, str]] | None:
+    """(response ref, wire text) of every response whose preview was cut; None if a text is unknown."""
+    found = []
+    for sent in workspace.exchanges:
+        if sent.response is None or not sent.response_ref:
+            continue
+        text = getattr(sent.response, "text", None)
+        if text is None:
+            return None
+        if len(text) > PREVIEW_LIMIT:
+            found.append((sent.response_ref, text))
+    return found
+
+
+def _no_read_and_exact_pairing(messages: list[dict[str, Any]]) -> bool:
+    """True when no ``read`` was called and every turn's call ids are distinct (results pair exactly)."""
+    for message in messages:
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if not isinstance(calls, list):
+            continue
+        ids = [c.get("id") for c in calls if isinstance(c, dict)]
+        if len(ids) != len(calls) or not all(isinstance(i, str) for i in ids) or len(set(ids)) != len(ids):
+            return False
+        if any(c.get("name") == "read" for c in calls):
+            return False
+    return True
+
+
+def _cut_previews(workspace: Any, messages: list[dict[str, Any]]) -> dict[str, str]:
+    """Response ref -> cut preview, for responses the agent saw only through a cut preview.
+
+    Replaying the transcript (``cut_previews``) is exact but parses every tool result again.
+    The workspace settles the common cases: with no body over the preview limit nothing was cut,
+    and with no ``read`` call nothing cut was revealed later, so every long body stayed cut
+    (its preview is the text's first ``PREVIEW_LIMIT`` characters and "…", as ``execute`` showed it).
+    """
+    long = _long_bodies(workspace)
+    if long == []:
+        return {}
+    if long is None or not _no_read_and_exact_pairing(messages):
+        return cut_previews(messages)
+    return {ref: text[:PREVIEW_LIMIT] + _ELLIPSIS for ref, text in long}
+
+
 def evidence_from_workspace(workspace: Any, messages: Sequence[dict[str, Any]]) -> Evidence:
     """The evidence of a live trial.
 
@@ -47,7 +93,7 @@ def evidence_from_workspace(workspace: Any, messages: Sequence[dict[str, Any]]) 
         the agent saw only through a cut preview keep that preview (``strict-1.0`` ignores them).
     """
     messages = [m for m in messages if isinstance(m, dict)]
-    cut = cut_previews(messages)
+    cut = _cut_previews(workspace, messages)
     exchanges = tuple(_exchange(i, sent, cut) for i, sent in enumerate(workspace.exchanges))
     changed = set(workspace.changed_variables)
     variables = {(v[0], v[1]): v[2] for v in workspace.variables() if (v[0], v[1]) in changed}
