@@ -57,11 +57,14 @@ def _no_read_and_exact_pairing(messages: list[dict[str, Any]]) -> bool:
         calls = message.get("tool_calls") if message.get("role") == "assistant" else None
         if not isinstance(calls, list):
             continue
-        ids = [c.get("id") for c in calls if isinstance(c, dict)]
-        if len(ids) != len(calls) or not all(isinstance(i, str) for i in ids) or len(set(ids)) != len(ids):
-            return False
-        if any(c.get("name") == "read" for c in calls):
-            return False
+        ids: set[str] = set()
+        for call in calls:
+            if not isinstance(call, dict) or call.get("name") == "read":
+                return False
+            ident = call.get("id")
+            if not isinstance(ident, str) or ident in ids:
+                return False
+            ids.add(ident)
     return True
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from apiflow.world.conditions import Check, compile_condition
 from apiflow.world.features import Features, parse_url
 from apiflow.world.http import HttpResponse
 from apiflow.world.model import Effect, ResponseSpec, Route, Rule, WorldDef
+from apiflow.world.spec import openapi_document, spec_content
 from apiflow.world.template import Evaluator, compile_template
 
 AUTH_FAILURES = ("missing", "invalid", "legacy", "expired", "insufficient_scope")
@@ -69,9 +71,11 @@ class CompiledRoute:
 
 @dataclass(frozen=True, slots=True)
 class CompiledWorld:
-    """Everything dispatch needs from a world definition."""
+    """Everything dispatch needs from a world definition, and its spec (shared: nothing mutates it)."""
 
     netloc: str
+    openapi: dict[str, Any]
+    spec_content: dict[str, Any]
     by_segments: dict[int, tuple[CompiledRoute, ...]]
     auth_failures: dict[str, CompiledResponse]
 
@@ -126,6 +130,8 @@ def compile_world(world: WorldDef) -> CompiledWorld:
     """Compile a world definition for dispatch."""
     return CompiledWorld(
         netloc=parse_url(world.server).netloc,
+        openapi=openapi_document(world),
+        spec_content=spec_content(world),
         by_segments=_by_segments(world.routes),
         auth_failures={name: _compile_response(getattr(world.auth, name)) for name in AUTH_FAILURES},
     )

@@ -22,7 +22,6 @@ from apiflow.world.errors import TransportError
 from apiflow.world.features import Features, ParsedUrl, parse_body, parse_url
 from apiflow.world.http import HttpRequest, HttpResponse
 from apiflow.world.model import Effect, Route, WorldDef
-from apiflow.world.spec import openapi_document
 from apiflow.world.state import MISSING, assoc_in, get_in, split_path
 from apiflow.world.template import Evaluator
 
@@ -104,7 +103,7 @@ def dispatch(
         raise TransportError("network: ConnectError: All connection attempts failed")
     method = request.method.upper()
     if world.serve_openapi and url.path == "/openapi.json" and method == "GET":
-        return Outcome(state, _json(200, openapi_document(world)))
+        return Outcome(state, _json(200, plan.openapi))
     candidates = plan.match_routes(url.path)
     if not candidates and url.path != "/" and url.path.endswith("/") and plan.match_routes(url.path.rstrip("/")):
         query = f"?{url.query_string}" if url.query_string else ""

@@ -11,11 +11,11 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from apiflow.world.compiled import compiled
 from apiflow.world.dispatch import dispatch
 from apiflow.world.errors import TransportError
 from apiflow.world.http import HttpRequest, HttpResponse
 from apiflow.world.model import WorldDef
-from apiflow.world.spec import spec_content
 
 
 def _deep_merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -71,8 +71,8 @@ class WorldSession:
         return self.world.server
 
     def spec_content(self) -> dict[str, Any]:
-        """Content of the ``spec:openapi`` entity."""
-        return spec_content(self.world)
+        """Content of the ``spec:openapi`` entity (shared by every session of the world: read-only)."""
+        return compiled(self.world).spec_content
 
     def send(self, request: HttpRequest) -> HttpResponse:
         """Answer one request, advancing the session state."""
