@@ -17,8 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from apiflow.tools.refs import EntityRef, make_ref
@@ -39,8 +38,7 @@ _BAD_HEADER_NAME = re.compile(r"[ \t:\r\n\x00]")
 _BAD_HEADER_VALUE = re.compile(r"[\r\n\x00]")
 
 
-@dataclass(frozen=True, slots=True)
-class Outgoing:
+class Outgoing(NamedTuple):
     """A request ready for the world, and its record as the agent sent it."""
 
     http: HttpRequest

@@ -8,8 +8,7 @@ schema violation, unknown tool); ``unknown`` means the tool ran and refused.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 ErrorType = Literal["parsing", "unknown"]
 Termination = Literal["clarify", "report_blocked"]
@@ -31,9 +30,8 @@ class ArgumentError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """The outcome of one tool call.
+class ToolResult(NamedTuple):
+    """The outcome of one tool call (a NamedTuple: immutable and cheap to build, once per call).
 
     Attributes:
         content: The result string (``""`` when ``error`` is set).

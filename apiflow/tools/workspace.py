@@ -73,9 +73,8 @@ class Entity:
         return self.stamped.isoformat(timespec="microseconds")
 
 
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """One request sent to the world, with what came back.
+class Exchange(NamedTuple):
+    """One request sent to the world, with what came back (a NamedTuple: immutable, cheap to build).
 
     Attributes:
         request_ref: e.g. ``request:req-1a2b3c`` or ``request:mint-token``.

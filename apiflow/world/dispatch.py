@@ -14,8 +14,7 @@ Matching order (docs/design/001-world-as-data.md):
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from apiflow.world.compiled import CompiledRoute, CompiledWorld, compiled
 from apiflow.world.errors import TransportError
@@ -29,8 +28,7 @@ TOKENS = "tokens"  # state table of minted bearer tokens
 CALLS = "_calls"  # state table of per-route call counts
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """The new state and the response (headers not yet decorated by the transport)."""
 
     state: dict[str, Any]
