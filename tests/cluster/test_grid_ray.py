@@ -24,6 +24,7 @@ import yaml
 from clusterkit import ROOT, children, cmdline, kill_all, pids_mentioning
 
 from apiflow.bank import DEFAULT_BANK, load_bank
+from apiflow.cli import main
 from apiflow.results.rows import PUBLISHED_COLUMNS, published_row
 from apiflow.results.store import ResultStore
 from cluster.driver import run_grid
@@ -81,6 +82,15 @@ def test_grid_completes_with_exactly_one_row_per_trial(ray_session, tmp_path, wh
         assert published_row(transcript, panel="t") == {k: row[k] for k in PUBLISHED_COLUMNS}
     again = run_grid(spec, progress=False)  # resume of a complete grid: nothing to do
     assert again.already_done == 78 and again.tally.done == 0
+    if where == "local":  # the CLI verbs over the same output
+        capsys = request.getfixturevalue("capsys")
+        capsys.readouterr()
+        assert main(["grid", "status", spec.out]) == 0
+        status = capsys.readouterr().out
+        assert "done 78 / 78; remaining 0; failed (harness/provider, will retry) 0" in status
+        assert "apiflow-oracle" in status and "100.0%" in status
+        assert main(["grid", "compact", spec.out]) == 0
+        assert "into 78 trials, 3 per-model files" in capsys.readouterr().out
 
 
 def test_an_actor_killed_mid_run_loses_nothing(ray_session, tmp_path):
