@@ -183,11 +183,12 @@ def execute_request(
         workspace.record_exchange(Exchange(str(ref), None, outgoing.sent, None, failure))
         return json.dumps({"error": failure, "request_ref": str(ref)})
     response_ref = make_ref("response", workspace.ids.response_id(), parent=ref)
+    response_key = str(response_ref)
     workspace.put_entity(response_ref, response_content(response, outgoing.http), "execute")
-    workspace.record_exchange(Exchange(str(ref), str(response_ref), outgoing.sent, response))
+    workspace.record_exchange(Exchange(str(ref), response_key, outgoing.sent, response))
     return json.dumps(
         {
-            "response_ref": str(response_ref),
+            "response_ref": response_key,
             "status": response.status,
             "headers": dict(response.headers),
             "body_preview": body_preview(response),

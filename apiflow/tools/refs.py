@@ -9,7 +9,6 @@ Models adapt to those sentences, so we keep them byte-for-byte.
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any, Literal
 
@@ -36,18 +35,10 @@ class EntityRef(BaseModel):
     # pydantic's model_type error, which is the #1 entity-ref error models see.
     parent: EntityRef | None = None
 
-    @functools.cached_property
-    def text(self) -> str:
-        """The ref string, e.g. ``request:req-1a2b3c/response:resp-0a1b2c3d``.
-
-        Cached (the ref is frozen): it keys the workspace and is formatted several times per call.
-        """
+    def __str__(self) -> str:
+        """The ref string, e.g. ``request:req-1a2b3c/response:resp-0a1b2c3d``."""
         own = f"{self.kind}:{self.id}"
         return f"{self.parent}/{own}" if self.parent is not None else own
-
-    def __str__(self) -> str:
-        """The ref string (``text``)."""
-        return self.text
 
 
 def _ref_string_to_data(text: str) -> Any:

@@ -11,6 +11,7 @@ become constants). Compiling never fails on a validated world; what rendering wo
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,20 +139,21 @@ def compile_world(world: WorldDef) -> CompiledWorld:
 
 
 # Keyed by identity: a WorldDef is frozen, so its compiled form never goes stale, but pydantic
-# models holding lists are unhashable. Each entry keeps its world alive, so an id cannot be
-# reused by another object while cached. A bank holds a few dozen worlds; the bound keeps a
-# long-lived process that loads many banks from growing without limit.
-_COMPILED: dict[int, tuple[WorldDef, CompiledWorld]] = {}
-_COMPILED_MAX = 256
+# models holding lists are unhashable. The entry holds the world weakly and leaves with it, so
+# nothing outlives the bank that loaded the world and an id is never matched to a newer object.
+_COMPILED: dict[int, tuple[weakref.ref[WorldDef], CompiledWorld]] = {}
 
 
 def compiled(world: WorldDef) -> CompiledWorld:
     """The compiled form of ``world``, compiled on first use."""
-    entry = _COMPILED.get(id(world))
-    if entry is not None:
+    key = id(world)
+    entry = _COMPILED.get(key)
+    if entry is not None and entry[0]() is world:
         return entry[1]
     plan = compile_world(world)
-    if len(_COMPILED) >= _COMPILED_MAX:
-        _COMPILED.pop(next(iter(_COMPILED)))  # the oldest entry
-    _COMPILED[id(world)] = (world, plan)
+
+    def forget(_: weakref.ref[WorldDef]) -> None:
+        _COMPILED.pop(key, None)
+
+    _COMPILED[key] = (weakref.ref(world, forget), plan)
     return plan
