@@ -23,11 +23,16 @@ from apiflow.tools.workspace import Workspace
 _FUNCTIONS: dict[str, Callable[..., str]] = {f.__name__: f for f in TOOL_FUNCTIONS}
 
 
+def _parameters(name: str) -> dict[str, Any]:
+    schema = parameters_for(name)
+    assert schema is not None, f"tool {name} has no schema"  # both come from TOOL_FUNCTIONS
+    return schema
+
+
 @cache
 def _quick_check(name: str) -> QuickCheck | None:
     # Keyed by tool name: the schemas are constants of the code.
-    schema = parameters_for(name)
-    return None if schema is None else quick_check(schema)
+    return quick_check(_parameters(name))
 
 
 class Toolbox:
@@ -50,14 +55,13 @@ class Toolbox:
             arguments: The arguments object, or its JSON encoding.
         """
         function = _FUNCTIONS.get(name)
-        schema = parameters_for(name)
-        if function is None or schema is None:
+        if function is None:
             return ToolResult.failed("parsing", f"Tool {name} not found")
         try:
             decoded = decode_arguments(arguments)
             quick = _quick_check(name)
             if quick is None or not quick.admits(decoded):
-                validate_arguments(decoded, schema)
+                validate_arguments(decoded, _parameters(name))
         except ArgumentError as exc:
             return ToolResult.failed("parsing", exc.message)
         try:

@@ -51,7 +51,10 @@ class CompiledRule:
 
     def matches(self, features: Features) -> bool:
         """Whether every condition holds (a conjunction, checked in order)."""
-        return all(check(features) for check in self.checks)
+        for check in self.checks:  # a loop, not all(<genexpr>): this runs for every rule tried
+            if not check(features):
+                return False
+        return True
 
 
 @dataclass(frozen=True, slots=True)

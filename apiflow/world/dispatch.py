@@ -132,10 +132,8 @@ def _answer(
     calls_key = f"{route.method} {route.path}"
     calls = get_in(state, [CALLS, calls_key])
     auth = _auth_features(state, request.headers)
-    features = Features(
-        method=method, path_params=params, query=url.query, headers=request.headers, body_kind=body_kind,
-        body=body, auth=auth, state=state, route_calls=0 if calls is MISSING else calls,
-    )
+    route_calls = 0 if calls is MISSING else calls
+    features = Features(method, params, url.query, request.headers, body_kind, body, auth, state, route_calls)
     state = assoc_in(state, [CALLS, calls_key], features.route_calls + 1)
     failure = _check_bearer(route, auth)
     if failure is not None:
