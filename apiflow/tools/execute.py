@@ -24,8 +24,7 @@ from apiflow.tools.refs import EntityRef, make_ref
 from apiflow.tools.result import ToolError
 from apiflow.tools.workspace import Exchange, Workspace
 from apiflow.world.errors import TransportError
-from apiflow.world.http import HttpRequest, HttpResponse
-from apiflow.world.session import body_text
+from apiflow.world.http import HttpRequest, HttpResponse, body_text
 
 Send = Callable[[HttpRequest], HttpResponse]
 

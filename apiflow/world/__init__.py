@@ -6,9 +6,9 @@ Nothing under this package reads the wall clock, global randomness or the networ
 
 from apiflow.world.dispatch import dispatch
 from apiflow.world.errors import TransportError, WorldDefinitionError
-from apiflow.world.http import HttpRequest, HttpResponse
+from apiflow.world.http import HttpRequest, HttpResponse, body_text
 from apiflow.world.model import Condition, Effect, ResponseSpec, Route, Rule, TokenGrant, WorldDef
-from apiflow.world.session import WorldSession, body_text
+from apiflow.world.session import WorldSession
 from apiflow.world.spec import openapi_document, spec_content
 
 __all__ = [

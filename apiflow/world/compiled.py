@@ -17,10 +17,10 @@ from typing import Any
 
 from apiflow.world.conditions import Check, compile_condition
 from apiflow.world.features import Features, parse_url
-from apiflow.world.http import HttpResponse
+from apiflow.world.http import HttpResponse, body_text
 from apiflow.world.model import Effect, ResponseSpec, Route, Rule, WorldDef
 from apiflow.world.spec import openapi_document, spec_content
-from apiflow.world.template import Evaluator, compile_template
+from apiflow.world.template import Constant, Evaluator, compile_template
 
 AUTH_FAILURES = ("missing", "invalid", "legacy", "expired", "insufficient_scope")
 _PARAM = re.compile(r"\\\{([A-Za-z_][A-Za-z0-9_]*)\\\}")
@@ -33,11 +33,12 @@ class CompiledResponse:
     status: int
     headers: tuple[tuple[str, Evaluator], ...]
     body: Evaluator
+    text: str | None  # the wire text of a constant body, serialised once
 
     def respond(self, features: Features) -> HttpResponse:
         """The response to one request."""
         headers = {name: str(value(features)) for name, value in self.headers}
-        return HttpResponse(self.status, headers, self.body(features))
+        return HttpResponse(self.status, headers, self.body(features), self.text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,8 @@ class CompiledWorld:
 def _compile_response(spec: ResponseSpec) -> CompiledResponse:
     headers = tuple((name.lower(), compile_template(value)) for name, value in spec.headers.items())
     body = compile_template(spec.text if spec.text is not None else spec.body)
-    return CompiledResponse(spec.status, headers, body)
+    text = body_text(body.value) if isinstance(body, Constant) else None
+    return CompiledResponse(spec.status, headers, body, text)
 
 
 def _compile_rule(rule: Rule) -> CompiledRule:

@@ -7,6 +7,7 @@ over real HTTP wraps the same pair.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,3 +41,12 @@ class HttpResponse:
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
     text: str | None = field(default=None, compare=False)
+
+
+def body_text(body: Any) -> str:
+    """The text a client receives for a response body: raw text stays raw, JSON is ``json.dumps``."""
+    if body is None:
+        return ""
+    if isinstance(body, str):
+        return body
+    return json.dumps(body)

@@ -7,14 +7,13 @@ added here, so the dispatcher stays about API behaviour only.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apiflow.world.compiled import compiled
 from apiflow.world.dispatch import dispatch
 from apiflow.world.errors import TransportError
-from apiflow.world.http import HttpRequest, HttpResponse
+from apiflow.world.http import HttpRequest, HttpResponse, body_text
 from apiflow.world.model import WorldDef
 
 
@@ -26,15 +25,6 @@ def _deep_merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, An
         else:
             merged[key] = value
     return merged
-
-
-def body_text(body: Any) -> str:
-    """The text a client receives for a response body: raw text stays raw, JSON is ``json.dumps``."""
-    if body is None:
-        return ""
-    if isinstance(body, str):
-        return body
-    return json.dumps(body)
 
 
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -83,7 +73,7 @@ class WorldSession:
         self.state = outcome.state
         self.requests_served += 1
         response = outcome.response
-        text = body_text(response.body)
+        text = response.text if response.text is not None else body_text(response.body)
         headers = self._transport_headers(response, text)
         if outcome.route is not None and outcome.route.deprecated is not None:
             dep = outcome.route.deprecated

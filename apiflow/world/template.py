@@ -29,7 +29,7 @@ _WHOLE = re.compile(r"^\{\{\s*(.+?)\s*\}\}$")
 _INNER = re.compile(r"\{\{\s*(.+?)\s*\}\}")
 
 
-class _Constant:
+class Constant:
     """A subtree with nothing to evaluate: returned as is, never copied."""
 
     __slots__ = ("value",)
@@ -118,15 +118,15 @@ def _compile_dict(template: dict[str, Any]) -> Evaluator:
         if key.startswith("$"):
             return _compile_directive(key, arg)
     items = [(k, compile_template(v)) for k, v in template.items()]
-    if all(isinstance(ev, _Constant) for _, ev in items):
-        return _Constant(template)
+    if all(isinstance(ev, Constant) for _, ev in items):
+        return Constant(template)
     return lambda features: {k: ev(features) for k, ev in items}
 
 
 def _compile_list(template: list[Any]) -> Evaluator:
     items = [compile_template(v) for v in template]
-    if all(isinstance(ev, _Constant) for ev in items):
-        return _Constant(template)
+    if all(isinstance(ev, Constant) for ev in items):
+        return Constant(template)
     return lambda features: [ev(features) for ev in items]
 
 
@@ -134,14 +134,14 @@ def compile_template(template: Any) -> Evaluator:
     """An evaluator of ``template``; compiling never fails, evaluation raises what rendering would."""
     if isinstance(template, str):
         if "{{" not in template:
-            return _Constant(template)
+            return Constant(template)
         whole = _WHOLE.match(template)
         return _compile_expr(whole.group(1)) if whole else _compile_text(template)
     if isinstance(template, dict):
         return _compile_dict(template)
     if isinstance(template, list):
         return _compile_list(template)
-    return _Constant(template)
+    return Constant(template)
 
 
 def render(template: Any, features: Features) -> Any:
