@@ -33,8 +33,9 @@ class HttpRequest:
 class HttpResponse:
     """A response; ``body`` is parsed JSON or text, ``headers`` lower-cased.
 
-    ``text`` is the body as it went over the wire, when the transport has already
-    serialised it (for ``content-length``): consumers reuse it instead of re-encoding.
+    ``text`` is ``body_text(body)`` when it is already known (the transport serialised the
+    body for ``content-length``, or the world's body is constant and was serialised once):
+    consumers reuse it instead of re-encoding.
     """
 
     status: int
