@@ -145,7 +145,8 @@ def test_script_memo_does_not_keep_tasks_alive() -> None:
     before = len(offline._script_memo._items)
     del task, first
     gc.collect()
-    assert len(offline._script_memo._items) == before - 1
+    # Other tests' tasks may be collected by the same gc pass: at least ours must be gone.
+    assert len(offline._script_memo._items) <= before - 1
 
 
 def test_weak_sim_sometimes_ends_with_an_empty_reply() -> None:
