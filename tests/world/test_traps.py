@@ -31,9 +31,15 @@ class Client:
         return self.token
 
 
+# What earlier steps of the storyline leave behind; each step's route refuses to run without it.
+PROGRESS = {"listing": {"blocks_p1": True, "block_ready": True}, "bins_counted": True, "reservation": True,
+            "manifest": {"status": "draft", "committed_legs": 0},
+            "tracking_started": True}
+
+
 @pytest.fixture
 def api() -> Client:
-    client = Client()
+    client = Client(PROGRESS)
     client.login()
     return client
 
@@ -157,6 +163,28 @@ def test_invalid_enum_hint_echoes_the_submitted_value(api: Client) -> None:
     assert "'cr-9'" in api("POST", "/v3/manifests", body, x_orchard_id="orch-loamwise-04").body["hint"]
 
 
+def test_each_step_refuses_to_run_before_its_predecessor() -> None:
+    api = Client()
+    api.login()
+    assert api("GET", "/v3/blocks?cursor=cur_b2").body["error"] == "invalid_cursor"  # page 1 never fetched
+    assert api("GET", f"/v3/blocks/{BLOCK}/bins").body["error"] == "block_not_found"  # block never listed
+    api("GET", "/v3/blocks")
+    api("GET", "/v3/blocks?cursor=cur_b2")
+    api("GET", f"/v3/blocks/{BLOCK}/bins?offset=0")
+    body = {"block_id": BLOCK, "coldRoom": "cr-2", "crew": {"lead_id": "a", "size": 4}}
+    assert api("POST", "/v3/manifests", body, x_orchard_id="orch-loamwise-04").body["error"] == "bins_not_counted"
+    api("GET", f"/v3/blocks/{BLOCK}/bins?offset=50")
+    assert api("GET", "/v3/cold-rooms/cr-2/capacity", x_retry_pass="1").body["error"] == "no_manifest"
+    assert api("POST", "/v3/manifests", body, x_orchard_id="orch-loamwise-04").status == 201
+    assert api("POST", f"/v3/manifests/{MF}/commit", {"confirm": True}).body["error"] == "no_reservation"
+
+
+def test_link_pages_are_issued_in_order(api: Client) -> None:
+    api.session.state = {**api.session.state, "manifest": {"status": "committed", "committed_legs": 3}}
+    api.login(scope="dispatch:track")
+    assert api("GET", f"/v3/dispatches/{DSP}/events?page=3").body["error"] == "invalid_page"
+
+
 def test_partial_write_503_then_confirm_and_type_drift(api: Client) -> None:
     api("POST", "/v3/manifests", {"block_id": BLOCK, "coldRoom": "cr-2", "crew": {"lead_id": "a", "size": 4}},
         x_orchard_id="orch-loamwise-04")
@@ -168,7 +196,9 @@ def test_partial_write_503_then_confirm_and_type_drift(api: Client) -> None:
     assert done.status == 200 and done.body["dispatch_ref"] == DSP and done.body["committed_legs"] == 3
 
 
-def test_commit_of_a_manifest_never_created_is_not_found(api: Client) -> None:
+def test_commit_of_a_manifest_never_created_is_not_found() -> None:
+    api = Client({k: v for k, v in PROGRESS.items() if k != "manifest"})
+    api.login()
     assert api("POST", f"/v3/manifests/{MF}/commit", {"confirm": True}).status == 404
 
 
