@@ -88,8 +88,7 @@ class TrialRunner:
 
     def _model(self, grid_model: GridModel, index: int, planned: PlannedTrial) -> Any:
         task = self.bank.task(planned.task_id)
-        # The provider SDK's own retries off (openai's default is 2): the retry hook is the only layer.
-        params = grid_model.params if grid_model.offline else {"max_retries": 0, **grid_model.params}
+        params = grid_model.params
         model = make_model(grid_model.model, task, trial_seed(planned.seed, task.id, planned.epoch), params)
         if not grid_model.offline:
             gate = self.gates.get(grid_model.provider)

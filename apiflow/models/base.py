@@ -26,7 +26,10 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token usage of one model call, by kind (cost is priced from these)."""
+    """Token usage of one model call, by priced kind; the kinds are disjoint.
+
+    ``input`` excludes cache reads and writes; ``output`` excludes reasoning tokens.
+    """
 
     input: int = 0
     output: int = 0

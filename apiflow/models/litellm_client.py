@@ -147,7 +147,8 @@ def usage_from_response(usage: Any) -> Usage:
     """litellm usage -> our ``Usage`` by priced kind.
 
     ``input`` excludes cache reads and writes (litellm's ``prompt_tokens`` includes them);
-    ``reasoning`` is the part of ``output`` spent on reasoning (a subset, not an addition).
+    the kinds are disjoint, as the price table prices them: ``output`` is the visible completion,
+    ``reasoning`` the completion tokens spent on reasoning (litellm counts both in ``completion_tokens``).
     """
     if usage is None:
         return Usage()
@@ -161,7 +162,7 @@ def usage_from_response(usage: Any) -> Usage:
     reasoning = int(_get(_get(usage, "completion_tokens_details"), "reasoning_tokens") or 0)
     return Usage(
         input=max(0, prompt - cache_read - cache_write),
-        output=completion,
+        output=max(0, completion - reasoning),
         cache_read=cache_read,
         cache_write=cache_write,
         reasoning=reasoning,
@@ -208,6 +209,8 @@ class LiteLLMClient:
         """One provider call; provider faults raise ``LiteLLMProviderError`` with the retry log."""
         litellm = _litellm()
         kwargs: dict[str, Any] = {
+            # The provider SDK retries twice by default; the one retry layer is ours (models/retry.py).
+            "max_retries": 0,
             **self.params,
             "model": self.model_api,
             "messages": to_openai_messages(messages),

@@ -136,7 +136,8 @@ def test_tool_calls_and_usage_round_trip(stand_in: StandIn) -> None:
     assert [c.name for c in out.tool_calls] == ["read", "execute"]
     assert out.tool_calls[0].arguments == {"entity_ref": "spec:openapi"}
     assert out.tool_calls[1].arguments == '{"request": {"url": '  # malformed: raw text for the tool error
-    assert out.usage == Usage(input=400, output=300, cache_read=600, cache_write=0, reasoning=120)
+    # Disjoint kinds: 300 completion tokens = 180 visible output + 120 reasoning.
+    assert out.usage == Usage(input=400, output=180, cache_read=600, cache_write=0, reasoning=120)
     assert out.text == ""
 
 
