@@ -2,11 +2,11 @@
 
 import io
 import json
-import socket
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from s3kit import fresh_bucket
 
 from apiflow.analysis.table import load_table
 from apiflow.cli import main
@@ -18,60 +18,31 @@ from ._helpers import our_record
 pytestmark = pytest.mark.s3
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def bucket():
-    """A moto S3 server with a bucket holding per-trial rows and a compacted copy of them."""
+def bucket(moto_endpoint):
+    """A bucket on the moto server holding per-trial rows and a compacted copy of them."""
     import s3fs
-    from moto.server import ThreadedMotoServer
 
-    patch = pytest.MonkeyPatch()
-    for key, value in (
-        ("AWS_ACCESS_KEY_ID", "foo"),
-        ("AWS_SECRET_ACCESS_KEY", "foo"),
-        ("AWS_DEFAULT_REGION", "us-east-1"),
-    ):
-        patch.setenv(key, value)
-    patch.delenv("AWS_PROFILE", raising=False)
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    options = {
-        "key": "foo",
-        "secret": "foo",
-        "client_kwargs": {"endpoint_url": endpoint},
-    }
-    try:
-        s3fs.S3FileSystem.clear_instance_cache()
-        fs = s3fs.S3FileSystem(**options)
-        fs.mkdir("grids")
-        rows = []
-        for epoch, verdict in enumerate("CIC", 1):
-            for task in ("v1-w01-sub01", "v1-w02-sub01"):
-                rows.append(
-                    record_to_row(
-                        TrialRecord.model_validate(our_record("apiflow/oracle", task, epoch, verdict))
-                    )
+    endpoint = moto_endpoint
+    options = fresh_bucket(endpoint, "grids")
+    fs = s3fs.S3FileSystem(**options)
+    rows = []
+    for epoch, verdict in enumerate("CIC", 1):
+        for task in ("v1-w01-sub01", "v1-w02-sub01"):
+            rows.append(
+                record_to_row(
+                    TrialRecord.model_validate(our_record("apiflow/oracle", task, epoch, verdict))
                 )
-        for i, row in enumerate(rows):
-            sink = io.BytesIO()
-            pq.write_table(pa.Table.from_pylist([row], schema=ROW_SCHEMA), sink)
-            fs.pipe_file(f"grids/demo/rows/model=oracle/{i}.parquet", sink.getvalue())
+            )
+    for i, row in enumerate(rows):
         sink = io.BytesIO()
-        pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), sink)
-        fs.pipe_file("grids/demo/compacted/model=oracle.parquet", sink.getvalue())
-        fs.pipe_file("grids/demo/manifest.json", b"{}")
-        yield endpoint, options
-    finally:
-        server.stop()
-        s3fs.S3FileSystem.clear_instance_cache()
-        patch.undo()
+        pq.write_table(pa.Table.from_pylist([row], schema=ROW_SCHEMA), sink)
+        fs.pipe_file(f"grids/demo/rows/model=oracle/{i}.parquet", sink.getvalue())
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), sink)
+    fs.pipe_file("grids/demo/compacted/model=oracle.parquet", sink.getvalue())
+    fs.pipe_file("grids/demo/manifest.json", b"{}")
+    yield endpoint, options
 
 
 def test_load_table_from_s3_dedupes(bucket):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from s3kit import fresh_bucket
 
 from apiflow.results.record import ApiflowBlock, Provenance, Termination, Tokens, TokensDetail, TrialRecord
 
@@ -83,51 +84,7 @@ def make_record():
     return build_record
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nobody listens on right now."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint():
-    """A real moto S3 server on 127.0.0.1 (module scope), with dummy credentials."""
-    import os
-
-    from moto.server import ThreadedMotoServer
-
-    saved = {
-        k: os.environ.get(k)
-        for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_PROFILE")
-    }
-    os.environ.update(AWS_ACCESS_KEY_ID="foo", AWS_SECRET_ACCESS_KEY="foo", AWS_DEFAULT_REGION="us-east-1")
-    os.environ.pop("AWS_PROFILE", None)
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 @pytest.fixture
 def s3_url(moto_endpoint):
     """A fresh bucket on the moto server: ``(url, storage_options)``."""
-    import requests
-    import s3fs
-
-    requests.post(f"{moto_endpoint}/moto-api/reset", timeout=10)
-    s3fs.S3FileSystem.clear_instance_cache()
-    options = {"key": "foo", "secret": "foo", "client_kwargs": {"endpoint_url": moto_endpoint}}
-    fs = s3fs.S3FileSystem(**options)
-    fs.mkdir("results")
-    return "s3://results/grid-a", options
+    return "s3://results/grid-a", fresh_bucket(moto_endpoint, "results")
