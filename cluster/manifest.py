@@ -11,7 +11,8 @@ from typing import Any
 
 from apiflow.bank import Bank
 from apiflow.results.prices import PriceTable
-from cluster.plan import tool_schema_hash, trial_limits
+from apiflow.tools import tool_schema_hash
+from cluster.plan import trial_limits
 from cluster.spec import GridSpec, canonical_hash
 
 PACKAGES = ("apiflow", "ray", "pyarrow", "fsspec", "s3fs", "pydantic", "tenacity", "litellm")

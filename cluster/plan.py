@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from apiflow.agent import TrialLimits, trial_id_for
 from apiflow.agent.ids import agent_version
 from apiflow.bank import Bank, Task
+from apiflow.tools import tool_schema_hash
 from cluster.spec import GridModel, GridSpec, canonical_hash
 
 CYCLE_SEED_STRIDE = 1_000_003
@@ -32,13 +33,6 @@ class PlannedTrial:
     world: str
     epoch: int
     seed: int
-
-
-def tool_schema_hash() -> str:
-    """sha256 of the tool schemas every model sees (the agent's own constant)."""
-    from apiflow.agent import trial as agent_trial
-
-    return agent_trial._schemas_and_hash()[1]
 
 
 def trial_limits(spec: GridSpec) -> TrialLimits:

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError, ToolCall, Usage
 from apiflow.results.record import Termination
+from apiflow.tools import ToolResult
 
 LimitName = Literal["messages", "tool_calls", "tokens", "time"]
 
@@ -44,19 +45,10 @@ class TrialLimits:
     max_seconds: float | None = 1800.0
 
 
-class ToolResultLike(Protocol):
-    """What the loop needs from a tool result (``apiflow.tools.ToolResult``)."""
-
-    content: str
-    error: dict[str, Any] | None
-    terminated: str | None
-    parse_error: bool
-
-
 class ToolRunner(Protocol):
     """What the loop needs from the toolbox."""
 
-    def call(self, name: str, arguments: dict[str, Any] | str) -> ToolResultLike: ...
+    def call(self, name: str, arguments: dict[str, Any] | str) -> ToolResult: ...
 
 
 @dataclass(slots=True)
@@ -90,7 +82,7 @@ def assistant_message(output: ModelOutput) -> dict[str, Any]:
     return message
 
 
-def tool_message(call: ToolCall, result: ToolResultLike) -> dict[str, Any]:
+def tool_message(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     """The schema-1.0 tool message for one result (``error`` only on failure, content then "")."""
     message: dict[str, Any] = {
         "role": "tool",

@@ -8,9 +8,6 @@ Harness faults are kept apart from model failures: a ``ProviderError`` ends the 
 from __future__ import annotations
 
 import asyncio
-import functools
-import hashlib
-import json
 import logging
 import time
 from datetime import UTC, datetime
@@ -20,6 +17,7 @@ from apiflow.agent.ids import agent_version, derived_seed, trial_id_for
 from apiflow.agent.loop import LoopOutcome, TrialLimits, harness_error_text, run_loop
 from apiflow.agent.prompts import initial_messages
 from apiflow.bank.task import Task
+from apiflow.grading import Grade, evidence_from_workspace, grade
 from apiflow.models.base import GenerateConfig, ModelClient
 from apiflow.results.record import (
     ApiflowBlock,
@@ -29,41 +27,21 @@ from apiflow.results.record import (
     TokensDetail,
     TrialRecord,
 )
+from apiflow.tools import Toolbox, Workspace, tool_schema_hash, tool_schemas
 from apiflow.world import WorldDef, WorldSession
 
 GRADING_RULES = "published-1.0"
 
 logger = logging.getLogger(__name__)
 
-
-def _grader() -> Any:
-    """``(grade, evidence_from_workspace)`` once the grading package provides them, else None."""
-    try:
-        from apiflow.grading import evidence_from_workspace, grade  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return grade, evidence_from_workspace
-
-
-def _tools() -> Any:
-    # Imported on first use: the tools package sits beside the agent, and the CLI's `task list`
-    # should not pay for it.
-    from apiflow import tools
-
-    return tools
-
-
-@functools.cache
-def _schemas_and_hash() -> tuple[list[dict[str, Any]], str]:
-    """The tool schemas shown to every model and their sha256 (a constant of the code)."""
-    schemas = _tools().tool_schemas()
-    return schemas, hashlib.sha256(json.dumps(schemas, sort_keys=True).encode()).hexdigest()
+_SCHEMAS = tool_schemas()  # what every model is offered; read-only here
 
 
 def _published_tokens(outcome: LoopOutcome) -> Tokens:
     """The published block: ``cache`` = cache reads, ``total = input + output + cache``."""
     u = outcome.usage
-    return Tokens(input=u.input, output=u.output, cache=u.cache_read, total=u.input + u.output + u.cache_read)
+    output = u.output + u.reasoning  # published `output` is every completion token; our kinds are disjoint
+    return Tokens(input=u.input, output=output, cache=u.cache_read, total=u.input + output + u.cache_read)
 
 
 class _Trial:
@@ -72,28 +50,25 @@ class _Trial:
     def __init__(self, task: Task, world: WorldDef, seed: int, epoch: int) -> None:
         self.task, self.world, self.seed, self.epoch = task, world, seed, epoch
         self.messages: list[dict[str, Any]] = initial_messages(task)
-        self.workspace: Any = None
-        self.toolbox: Any = None
+        self.workspace: Workspace | None = None
+        self.toolbox: Toolbox | None = None
 
-    def setup(self) -> None:
-        tools = _tools()
+    def setup(self) -> Toolbox:
         session = WorldSession(
             self.world,
             derived_seed("world", self.seed, self.task.id, self.epoch),
             state_overrides=self.task.world_state,
         )
-        self.workspace = tools.Workspace(
+        self.workspace = Workspace(
             seed_variables=list(self.task.seed),
             spec_content=session.spec_content(),
             id_seed=derived_seed("workspace", self.seed, self.task.id, self.epoch),
         )
-        self.toolbox = tools.Toolbox(self.workspace, session.send)
+        self.toolbox = Toolbox(self.workspace, session.send)
+        return self.toolbox
 
-    def grade(self) -> Any:
-        grader = _grader()
-        if grader is None:
-            return None
-        grade, evidence_from_workspace = grader
+    def grade(self) -> Grade | None:
+        assert self.workspace is not None, "setup() runs first"
         evidence = evidence_from_workspace(self.workspace, self.messages)
         t = self.task
         return grade(t.predicates, t.checkpoints, t.constraints, evidence, rules=GRADING_RULES)
@@ -137,12 +112,12 @@ async def run_trial(
     started = time.perf_counter()
     trial = _Trial(task, world, seed, epoch)
     outcome = LoopOutcome()
-    graded: Any = None
-    tool_schema_hash = ""
+    graded: Grade | None = None
+    schema_hash = ""
     try:
-        schemas, tool_schema_hash = _schemas_and_hash()
-        trial.setup()
-        outcome = await run_loop(model, trial.toolbox, schemas, trial.messages, limits=limits, config=config)
+        schema_hash = tool_schema_hash()
+        toolbox = trial.setup()
+        outcome = await run_loop(model, toolbox, _SCHEMAS, trial.messages, limits=limits, config=config)
         if outcome.termination not in (Termination.PROVIDER_ERROR, Termination.HARNESS_ERROR):
             graded = trial.grade()
     except Exception as exc:  # noqa: BLE001 - setup or grading fault: a harness outcome, never the model's
@@ -152,9 +127,9 @@ async def run_trial(
         graded = None
     version = agent_version(limits)
     block = _apiflow_block(outcome, graded, bank_name=bank_name, bank_hash=bank_hash, seed=seed)
-    block.agent_version, block.tool_schema_hash = version, tool_schema_hash
+    block.agent_version, block.tool_schema_hash = version, schema_hash
     block.trial_id = trial_id_for(
-        bank_hash, task.id, model_slug, model.model_api, epoch, seed, version, tool_schema_hash
+        bank_hash, task.id, model_slug, model.model_api, epoch, seed, version, schema_hash
     )
     return TrialRecord(
         model=model_slug,
@@ -174,7 +149,7 @@ async def run_trial(
 
 
 def _apiflow_block(
-    outcome: LoopOutcome, graded: Any, *, bank_name: str, bank_hash: str, seed: int
+    outcome: LoopOutcome, graded: Grade | None, *, bank_name: str, bank_hash: str, seed: int
 ) -> ApiflowBlock:
     """Our block: termination, counts, tokens by kind, retries (identity fields set by the caller)."""
     u = outcome.usage

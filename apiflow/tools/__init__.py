@@ -7,7 +7,7 @@ dispatcher), ``ToolResult``, ``tool_schemas()`` and ``EntityRef``. See
 
 from apiflow.tools.refs import EntityRef, parse_entity_ref
 from apiflow.tools.result import ArgumentError, ToolError, ToolResult
-from apiflow.tools.schemas import tool_schemas
+from apiflow.tools.schemas import tool_schema_hash, tool_schemas
 from apiflow.tools.toolbox import Toolbox
 from apiflow.tools.workspace import Entity, Exchange, SeedLike, VariableValue, Workspace
 
@@ -23,5 +23,6 @@ __all__ = [
     "VariableValue",
     "Workspace",
     "parse_entity_ref",
+    "tool_schema_hash",
     "tool_schemas",
 ]

@@ -7,7 +7,10 @@ so code and schema cannot drift; ``tests/tools/test_schemas.py`` pins the result
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import inspect
+import json
 import re
 import typing
 from collections.abc import Callable
@@ -101,9 +104,14 @@ def _schemas() -> dict[str, dict[str, Any]]:
 
 def tool_schemas() -> list[dict[str, Any]]:
     """OpenAI function-tool schemas of the seven tools, in offer order (fresh copies)."""
-    import copy
-
     return [copy.deepcopy(s) for s in _schemas().values()]
+
+
+@cache
+def tool_schema_hash() -> str:
+    """sha256 of the tool schemas every model sees: part of every trial id (a constant of the code)."""
+    canonical = json.dumps(list(_schemas().values()), sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def parameters_for(name: str) -> dict[str, Any] | None:

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from apiflow.agent import TrialLimits, run_trial_sync, trial_seed
-from apiflow.agent.trial import _schemas_and_hash
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.models import make_model
 from apiflow.models.base import GenerateConfig, ModelOutput
 from apiflow.results.record import WALL_TIME_FIELDS, Termination, TrialRecord
+from apiflow.tools import tool_schema_hash
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,7 @@ def test_record_layout(bank: Bank) -> None:
     assert detail["cache_read"] == tokens["cache"] and detail["input"] == tokens["input"]
     assert (
         len(data["apiflow"]["trial_id"]) == 64
-        and data["apiflow"]["tool_schema_hash"] == _schemas_and_hash()[1]
+        and data["apiflow"]["tool_schema_hash"] == tool_schema_hash()
     )
     assert data["provenance"]["run_id"] == "run-test" and data["verifier"] is not None
     tool_msgs = [m for m in data["messages"] if m["role"] == "tool"]
