@@ -101,6 +101,23 @@ class Exchange:
         """True when an HTTP response (any status) came back."""
         return self.status is not None
 
+    @classmethod
+    def sent(cls, index: int, request: Mapping[str, Any], **outcome: Any) -> Exchange:
+        """An exchange from request content as the agent sent it, plus what came back.
+
+        The one place request content is normalised for grading: the method upper-cased
+        (``GET`` when missing or not a string), a non-string URL read as ``""``.
+        """
+        method, url = request.get("method"), request.get("url")
+        return cls(
+            index=index,
+            method=method.upper() if isinstance(method, str) else "GET",
+            url=url if isinstance(url, str) else "",
+            headers=request.get("headers"),
+            body=request.get("body"),
+            **outcome,
+        )
+
     @property
     def body_known(self) -> bool:
         """True when the full response body is part of the evidence."""

@@ -17,17 +17,10 @@ _ELLIPSIS = "…"
 
 
 def _exchange(index: int, sent: Any, cut: dict[str, str]) -> Exchange:
-    request = sent.request if isinstance(sent.request, dict) else {}
-    method, url = request.get("method"), request.get("url")
-    url = url if isinstance(url, str) else ""
-    headers, body = request.get("headers"), request.get("body")
     response = sent.response
-    return Exchange(
-        index=index,
-        method=method.upper() if isinstance(method, str) else "GET",
-        url=url,
-        headers=headers,
-        body=body,
+    return Exchange.sent(
+        index,
+        sent.request if isinstance(sent.request, dict) else {},
         status=response.status if response is not None else None,
         response_body=response.body if response is not None else None,
         preview=cut.get(sent.response_ref) if sent.response_ref else None,

@@ -221,17 +221,9 @@ class _Builder:
 
 
 def _freeze(index: int, item: _Pending) -> Exchange:
-    request = item.request
-    method = request.get("method")
-    url = request.get("url")
-    url = url if isinstance(url, str) else ""
-    headers, body = request.get("headers"), request.get("body")
-    return Exchange(
-        index=index,
-        method=method.upper() if isinstance(method, str) else "GET",
-        url=url,
-        headers=headers,
-        body=body,
+    return Exchange.sent(
+        index,
+        item.request,
         status=item.status,
         response_body=item.body,
         preview=item.preview,
