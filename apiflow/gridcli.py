@@ -69,7 +69,7 @@ def register(subparsers: Any) -> None:
     )
     verbs = grid.add_subparsers(dest="grid_verb", metavar="{run,status,compact}", parser_class=type(grid))
     run = verbs.add_parser("run", help="run or resume a grid (local Ray by default, or --address)")
-    _cluster_flags(run)
+    add_run_flags(run)
     run.set_defaults(func=_run)
     status = verbs.add_parser("status", help="done / remaining / failed by model, and spend")
     status.add_argument("out", help="the grid's output URL (folder or s3://...)")
@@ -81,8 +81,12 @@ def register(subparsers: Any) -> None:
     compact.set_defaults(func=_compact)
 
 
-def _cluster_flags(parser: argparse.ArgumentParser) -> None:
-    # Same flags as ``python -m cluster.driver`` (kept in step by tests/cluster/test_gridcli.py).
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """The run flags (GRID.yaml, --out, --address, --budget-usd, --dry-run, --no-progress).
+
+    Defined here once; ``python -m cluster.driver`` imports it (cluster may import apiflow,
+    never the reverse), so both entry points take exactly the same flags.
+    """
     parser.add_argument("grid", help="grid YAML (configs/grids/*.yaml)")
     parser.add_argument("--out", help="output URL: local folder or s3://bucket/prefix (default: the grid's)")
     parser.add_argument(

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from apiflow.errors import UsageError
+from apiflow.gridcli import add_run_flags
 from apiflow.results.prices import load_price_table
 from apiflow.results.store import ResultStore
 from cluster.budget import worst_case_usd
@@ -311,18 +312,6 @@ def build_arg_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m cluster.driver", description="Run or resume a grid.")
     add_run_flags(parser)
     return parser
-
-
-def add_run_flags(parser: argparse.ArgumentParser) -> None:
-    """The run flags (GRID.yaml, --out, --address, --budget-usd, --dry-run, --no-progress)."""
-    parser.add_argument("grid", help="grid YAML (configs/grids/*.yaml)")
-    parser.add_argument("--out", help="output URL: local folder or s3://bucket/prefix (default: the grid's)")
-    parser.add_argument(
-        "--address", help="Ray address: auto, host:port or ray://...; default: a private local Ray"
-    )
-    parser.add_argument("--budget-usd", type=float, help="spend cap in USD (default: the grid's)")
-    parser.add_argument("--dry-run", action="store_true", help="plan and estimate only")
-    parser.add_argument("--no-progress", action="store_true", help="no live progress display")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
