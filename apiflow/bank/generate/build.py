@@ -21,9 +21,9 @@ from apiflow.bank.gates import check_chains, check_solo
 from apiflow.bank.gates.result import GateLog
 from apiflow.bank.generate.assemble import chain_prompt, solo_data, world_data
 from apiflow.bank.generate.axes import AXES
-from apiflow.bank.generate.domains import DOMAINS
 from apiflow.bank.generate.draft import Ctx, Draft
 from apiflow.bank.generate.init import init_world, root, vault
+from apiflow.bank.generate.library import DOMAINS
 from apiflow.bank.generate.plan import V1_SEED, WorldShape, bank_shape, storyline
 from apiflow.bank.generate.routes import RouteBook
 from apiflow.bank.generate.values import Minter, derive_rng
