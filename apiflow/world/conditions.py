@@ -101,8 +101,3 @@ def compile_condition(condition: Condition) -> Check:
         rendered = compile_template(operand)
         return lambda features: _compare(op, features.at(address), rendered(features))
     return lambda features: _compare(op, features.at(address), operand)
-
-
-def holds(condition: Condition, features: Features) -> bool:
-    """Whether ``condition`` is true of the request."""
-    return compile_condition(condition)(features)

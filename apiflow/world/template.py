@@ -144,17 +144,9 @@ def compile_template(template: Any) -> Evaluator:
     return Constant(template)
 
 
-def render(template: Any, features: Features) -> Any:
-    """``template`` with every expression and directive evaluated (static subtrees are shared)."""
-    return compile_template(template)(features)
-
-
 def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if value is None:
         return ""
     return json.dumps(value)
-
-
-KNOWN_DIRECTIVES = tuple(_DIRECTIVES)
