@@ -15,7 +15,7 @@ from apiflow.bank.gates.oracle import solvability
 from apiflow.bank.gates.result import GateLog, GateResult
 from apiflow.bank.gates.solo import triad
 from apiflow.bank.gates.static import discoverability, leak
-from apiflow.bank.task import TASK_ID_RE, Task
+from apiflow.bank.task import Task
 from apiflow.world import WorldDef
 from apiflow.world.spec import spec_content
 
@@ -80,12 +80,6 @@ def verify_bank(bank: Any, *, oracle_model: str | None = None) -> GateLog:
             check_solo(task, world, log, oracle_model=oracle_model, spec=spec, bank=bank)
         check_chains([t for t in tasks if t.kind == "chain"], world, subs, log)
     return log
-
-
-def bank_of(task_id: str) -> str:
-    """The bank name part of a task id."""
-    m = TASK_ID_RE.match(task_id)
-    return m["bank"] if m else ""
 
 
 __all__ = [

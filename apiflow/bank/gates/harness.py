@@ -12,7 +12,6 @@ import copy
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from apiflow.bank.task import Task
@@ -43,14 +42,6 @@ def _resolve(value: Any, refs: dict[int, str]) -> Any:
     if isinstance(value, list):
         return [_resolve(v, refs) for v in value]
     return value
-
-
-@dataclass(slots=True)
-class Script:
-    """Tool calls (each with the golden execute index it stands for, or None) and the final text."""
-
-    calls: list[tuple[Call, int | None]]
-    answer: str
 
 
 _FORKABLE = {"_entities", "_vars", "changed_variables", "clock", "exchanges", "ids"}

@@ -35,10 +35,6 @@ class GateLog:
         """The failed results."""
         return [r for r in self.results if not r.ok]
 
-    def ok_for(self, task_id: str) -> bool:
-        """True when every gate of ``task_id`` passed."""
-        return all(r.ok for r in self.results if r.task_id == task_id)
-
     def summary(self) -> dict[str, dict[str, int]]:
         """Per gate: how many passed and failed."""
         out: dict[str, dict[str, int]] = {}

@@ -72,9 +72,3 @@ def an(noun: str) -> str:
     """``a crew`` / ``an order`` (by the first letter's sound, good enough for our vocabulary)."""
     text = noun.replace("-", " ")
     return ("an " if text[:1].lower() in "aeio" else "a ") + text
-
-
-def An(noun: str) -> str:  # noqa: N802
-    """``an()`` at the start of a sentence."""
-    text = an(noun)
-    return text[0].upper() + text[1:]
