@@ -14,11 +14,11 @@ We validate the same keywords our derived schemas use (``type``, ``anyOf``, ``pr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from apiflow.tools.limits import loads_bounded, preview
 from apiflow.tools.result import ArgumentError
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -37,22 +37,23 @@ def decode_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
 
     Raises:
         ArgumentError: The string is not JSON or not a JSON object.
+        LimitError: The string is over ``ARGUMENT_CHARS`` or nests deeper than ``ARGUMENT_DEPTH``.
     """
     if arguments is None:
         return {}
     if isinstance(arguments, dict):
         return arguments
     if not isinstance(arguments, str):
-        raise ArgumentError(_decode_message(repr(arguments), "the arguments must be a JSON object"))
+        raise ArgumentError(_decode_message(preview(arguments), "the arguments must be a JSON object"))
     text = arguments.strip()
     if not text:
         return {}
     try:
-        decoded = json.loads(text)
+        decoded = loads_bounded(text)
     except ValueError as exc:
-        raise ArgumentError(_decode_message(arguments, str(exc))) from None
+        raise ArgumentError(_decode_message(preview(arguments), str(exc))) from None
     if not isinstance(decoded, dict):
-        raise ArgumentError(_decode_message(arguments, "the arguments must be a JSON object"))
+        raise ArgumentError(_decode_message(preview(arguments), "the arguments must be a JSON object"))
     return decoded
 
 

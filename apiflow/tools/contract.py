@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiflow.tools.execute import Send, execute_request
+from apiflow.tools.limits import loads_bounded
 from apiflow.tools.refs import parse_entity_ref
 from apiflow.tools.result import ToolError
 from apiflow.tools.search import search_workspace
@@ -43,7 +44,7 @@ def _as_object(value: Any, message: str) -> dict[str, Any]:
     """A dict argument, decoding a JSON-encoded object; anything else is refused with ``message``."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_bounded(value)
         except ValueError:
             raise ToolError(message) from None
     if not isinstance(value, dict):

@@ -107,6 +107,10 @@ def build_outgoing(content: dict[str, Any]) -> Outgoing:
         raise ToolError(f"execute failed: method must be a string, not {type(method)}")
     if not isinstance(url, str):
         raise ToolError(f"execute failed: url must be a string, not {type(url)}")
+    try:
+        urlsplit(url)
+    except ValueError as exc:  # e.g. "Invalid IPv6 URL": the HTTP client refuses it before sending
+        raise ToolError(f"execute failed: {exc}") from None
     headers = _check_headers(content.get("headers"))
     if _declared_length_too_small(headers, body):
         raise ToolError("execute failed: Too much data for declared Content-Length")
@@ -163,9 +167,13 @@ def execute_request(
 
     Raises:
         ToolError: For requests the client refuses (``execute failed: ...``).
+        LimitError: The workspace has no room for the request's entities (nothing is sent).
     """
     outgoing = build_outgoing(content)
     inline = request_ref is None
+    # Room for the request and response entities, checked before the world sees the request:
+    # a send whose evidence could not be stored would change the world unrecorded.
+    workspace.ensure_room(2 if inline else 1)
     ref = make_ref("request", workspace.ids.request_id()) if request_ref is None else request_ref
     failure = wire_failure(outgoing.sent["headers"])
     response: HttpResponse | None = None

@@ -9,11 +9,11 @@ Models adapt to those sentences, so we keep them byte-for-byte.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from apiflow.tools.limits import ARGUMENT_DEPTH, LimitError, loads_bounded
 from apiflow.tools.result import ToolError
 
 EntityKind = Literal["request", "response", "variable", "spec", "handle"]
@@ -50,6 +50,8 @@ def _ref_string_to_data(text: str) -> Any:
     segments = text.split("/")
     if any(":" not in segment for segment in segments):
         return text
+    if len(segments) > ARGUMENT_DEPTH:  # each segment nests one parent deeper
+        raise LimitError("argument_depth", f"The ref string has {len(segments):,} segments")
     data: dict[str, Any] | None = None
     for segment in segments:
         kind, _, ident = segment.partition(":")
@@ -64,7 +66,7 @@ def coerce_ref_data(value: Any) -> Any:
     """Normalise the three encodings of a reference to what pydantic validates."""
     if isinstance(value, str):
         try:
-            decoded = json.loads(value)
+            decoded = loads_bounded(value)
         except ValueError:
             decoded = None
         if isinstance(decoded, dict):

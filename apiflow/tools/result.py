@@ -39,12 +39,14 @@ class ToolResult(NamedTuple):
         terminated: ``"clarify"``/``"report_blocked"`` when the call ends the trial.
         parse_error: True when the arguments never reached the tool (``error.type == "parsing"``);
             the agent loop counts these as malformed tool calls.
+        limit: The bound that refused the call (``apiflow.tools.limits.TOOL_BOUNDS``), else ``None``.
     """
 
     content: str
     error: dict[str, str] | None = None
     terminated: Termination | None = None
     parse_error: bool = False
+    limit: str | None = None
 
     @classmethod
     def ok(cls, content: str, terminated: Termination | None = None) -> ToolResult:
@@ -52,10 +54,11 @@ class ToolResult(NamedTuple):
         return cls(content=content, terminated=terminated)
 
     @classmethod
-    def failed(cls, error_type: ErrorType, message: str) -> ToolResult:
+    def failed(cls, error_type: ErrorType, message: str, limit: str | None = None) -> ToolResult:
         """A failed call in the published ``{type, message}`` shape with empty content."""
         return cls(
             content="",
             error={"type": error_type, "message": message},
             parse_error=error_type == "parsing",
+            limit=limit,
         )

@@ -3,8 +3,10 @@
 Flow of a call: decode the arguments (a dict or a JSON string), validate them against the
 tool's derived schema, run the tool. What fails before the tool runs is a ``parsing``
 error (counted by the agent loop as a malformed call); what the tool refuses is an
-``unknown`` error; both come back with empty content, as published. Any other exception is
-a harness bug and propagates: it must never look like a model failure.
+``unknown`` error; both come back with empty content, as published. A call over one of the
+bounds of ``apiflow.tools.limits`` (argument size or depth, result size, workspace size) is an
+``unknown`` error naming the bound, with ``ToolResult.limit`` set so the trial records it. Any
+other exception is a harness bug and propagates: it must never look like a model failure.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from typing import Any
 from apiflow.tools.arguments import QuickCheck, decode_arguments, quick_check, validate_arguments
 from apiflow.tools.contract import TERMINATING_TOOLS, TOOL_FUNCTIONS, ToolContext
 from apiflow.tools.execute import Send
+from apiflow.tools.limits import TOOL_RESULT_CHARS, LimitError, NotJson, preview, scan
 from apiflow.tools.result import ArgumentError, ToolError, ToolResult
 from apiflow.tools.schemas import parameters_for
 from apiflow.tools.workspace import Workspace
 
 _FUNCTIONS: dict[str, Callable[..., str]] = {f.__name__: f for f in TOOL_FUNCTIONS}
+# Tools whose arguments end up stored in the workspace (charged to ``WORKSPACE_CHARS``).
+_STORING = frozenset({"write", "edit", "execute"})
 
 
 def _parameters(name: str) -> dict[str, Any]:
@@ -52,21 +57,35 @@ class Toolbox:
 
         Args:
             name: Tool name (read, write, edit, search, execute, clarify, report_blocked).
-            arguments: The arguments object, or its JSON encoding.
+            arguments: The arguments object, or its JSON encoding. Anything else the model sent
+                (a list, a number, a value JSON cannot carry) is a ``parsing`` error.
         """
-        function = _FUNCTIONS.get(name)
+        function = _FUNCTIONS.get(name) if isinstance(name, str) else None
         if function is None:
-            return ToolResult.failed("parsing", f"Tool {name} not found")
+            return ToolResult.failed("parsing", f"Tool {preview(name, 200)} not found")
         try:
-            decoded = decode_arguments(arguments)
+            checked = scan(decode_arguments(arguments))
+            decoded = checked.value
             quick = _quick_check(name)
             if quick is None or not quick.admits(decoded):
                 validate_arguments(decoded, _parameters(name))
         except ArgumentError as exc:
             return ToolResult.failed("parsing", exc.message)
+        except NotJson as exc:
+            return ToolResult.failed("parsing", f"The tool call arguments are not JSON: {exc}")
+        except LimitError as exc:
+            return ToolResult.failed("unknown", exc.message, limit=exc.limit)
         try:
+            if name in _STORING:
+                self.workspace.charge_stored(checked.chars)
             content = function(self._context, **decoded)
+        except LimitError as exc:
+            return ToolResult.failed("unknown", exc.message, limit=exc.limit)
         except ToolError as exc:
             return ToolResult.failed("unknown", exc.message)
+        if len(content) > TOOL_RESULT_CHARS:
+            detail = f"The result of this call has {len(content):,} characters"
+            message = f"{detail} (limit tool_result_chars = {TOOL_RESULT_CHARS:,}); read or search for less."
+            return ToolResult.failed("unknown", message, limit="tool_result_chars")
         terminated = name if name in TERMINATING_TOOLS else None
         return ToolResult.ok(content, terminated)  # type: ignore[arg-type]

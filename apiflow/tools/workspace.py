@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple, Protocol
 
+from apiflow.tools.limits import WORKSPACE_CHARS, WORKSPACE_ENTITIES, LimitError
 from apiflow.tools.refs import EntityRef, make_ref
 from apiflow.tools.result import ToolError
 from apiflow.world.http import HttpResponse
@@ -149,6 +150,12 @@ class _Variables:
     def set(self, scope: str, name: str, value: Any) -> None:
         self.by_scope.setdefault(scope, {})[name] = value
 
+    def has(self, scope: str, name: str) -> bool:
+        return name in self.by_scope.get(scope, ())
+
+    def count(self) -> int:
+        return sum(len(values) for values in self.by_scope.values())
+
     def find(self, name: str, scopes: Iterable[str]) -> tuple[str, Any] | None:
         for scope in scopes:
             values = self.by_scope.get(scope, {})
@@ -184,6 +191,8 @@ class Workspace:
         self._vars = _Variables()
         self.changed_variables: set[tuple[str, str]] = set()
         self.exchanges: list[Exchange] = []
+        self.stored_chars = 0
+        """Characters of content the model stored so far (bounded by ``WORKSPACE_CHARS``)."""
         self.put_entity(SPEC_REF, spec_content, "seed")
         for seed in seed_variables:
             self._vars.set(seed.scope, seed.name, seed.value)
@@ -199,10 +208,32 @@ class Workspace:
         copied (nothing mutates them, and copying every body would double the per-call cost).
         """
         key = str(ref)
+        if origin != "seed" and key not in self._entities:
+            self.ensure_room(1)
         stored = json_copy(content) if origin != "seed" and ref.kind != "response" else content
         entity = Entity(ref=ref, content=stored, stamped=self.clock.advance(), origin=origin)
         self._entities[key] = entity
         return entity
+
+    def ensure_room(self, new: int) -> None:
+        """Refuse, before anything changes, a call that would add ``new`` entities over the bound.
+
+        Raises:
+            LimitError: ``workspace_entities``.
+        """
+        held = len(self._entities) + self._vars.count()
+        if held + new > WORKSPACE_ENTITIES:
+            raise LimitError("workspace_entities", f"The workspace already holds {held:,} entities and variables")
+
+    def charge_stored(self, chars: int) -> None:
+        """Count ``chars`` more characters of model-stored content, refusing a call over the bound.
+
+        Raises:
+            LimitError: ``workspace_chars`` (nothing is counted then).
+        """
+        if self.stored_chars + chars > WORKSPACE_CHARS:
+            raise LimitError("workspace_chars", f"The model has stored {self.stored_chars:,} characters")
+        self.stored_chars += chars
 
     def find_entity(self, ref: EntityRef) -> Entity | None:
         """The entity at ``ref``, or None."""
@@ -247,7 +278,13 @@ class Workspace:
         return VariableValue(found[0], name, found[1])
 
     def write_variable(self, scope: str, name: str, value: Any) -> None:
-        """Set a variable as the agent; the scope string is not validated (as published)."""
+        """Set a variable as the agent; the scope string is not validated (as published).
+
+        Raises:
+            LimitError: A new variable would take the workspace over ``WORKSPACE_ENTITIES``.
+        """
+        if not self._vars.has(scope, name):
+            self.ensure_room(1)
         self._vars.set(scope, name, value)
         self.changed_variables.add((scope, name))
 

@@ -47,7 +47,7 @@ def parse_body(body: Any) -> tuple[str, Any]:
         return "json", body
     try:
         return "json", json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # a body nested past the recursion limit is text, not a crash
         pass
     if "=" in body and " " not in body.strip():
         return "form", dict(parse_qsl(body.strip(), keep_blank_values=True))
