@@ -44,6 +44,10 @@ class StandinConfig:
         p_429 / p_500 / p_timeout / p_malformed / p_empty: Probability per request of each fault.
         timeout_s: How long a "timeout" request hangs before the connection is dropped.
         seed: Seed of the fault dice.
+        echo_auth: Opt-in (secrets tests): fault bodies quote the request's ``Authorization`` /
+            ``x-api-key`` header back, as careless real providers do, so the harness's redaction
+            of recorded provider errors has something to catch (tests/security/).
+        p_garbage: Probability per request of a 200 whose body is not JSON (a broken proxy).
     """
 
     bank: str = str(DEFAULT_BANK)
@@ -58,6 +62,8 @@ class StandinConfig:
     p_malformed: float = 0.0
     p_empty: float = 0.0
     seed: int = 0
+    echo_auth: bool = False
+    p_garbage: float = 0.0
 
 
 @dataclass
@@ -157,10 +163,17 @@ class StandinProvider:
             if name == "answered":
                 self.stats.answered_at.append(time.monotonic())
 
-    def handle(self, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any] | None]:
-        """``(status, headers, json body)``; a None body means "hang up without answering"."""
+    def handle(
+        self, body: dict[str, Any], auth: str = ""
+    ) -> tuple[int, dict[str, str], dict[str, Any] | str | None]:
+        """``(status, headers, json body)``; a None body means "hang up without answering", a str
+        body is sent as it is (not JSON).
+
+        ``auth`` is the request's credential header, quoted in fault bodies only with ``echo_auth``.
+        """
         self._count("requests")
         c = self.config
+        echo = f" (request credentials: {auth})" if c.echo_auth and auth else ""
         messages = body.get("messages") or []
         prompt_tokens = sum(len(json.dumps(m)) for m in messages) // _CHARS_PER_TOKEN
         wait = self.limiter.admit(prompt_tokens + int(body.get("max_tokens") or 0) // 8)
@@ -172,10 +185,14 @@ class StandinProvider:
                 "retry-after": str(max(1, math.ceil(wait))),
                 "retry-after-ms": str(int(wait * 1000) + 1),
             }
-            return 429, headers, _error("rate_limit_exceeded", "Rate limit reached for requests")
+            return 429, headers, _error("rate_limit_exceeded", "Rate limit reached for requests" + echo)
         if c.p_500 and self._roll() < c.p_500:
             self._count("server_errors")
-            return 500, {}, _error("server_error", "The server had an error while processing your request")
+            message = "The server had an error while processing your request" + echo
+            return 500, {}, _error("server_error", message)
+        if c.p_garbage and self._roll() < c.p_garbage:
+            self._count("server_errors")
+            return 200, {}, "<html>upstream proxy error" + echo + "</html>"
         if c.p_timeout and self._roll() < c.p_timeout:
             self._count("timeouts")
             time.sleep(c.timeout_s)
@@ -185,7 +202,7 @@ class StandinProvider:
         try:
             output = self._play(body["model"], _from_openai(messages), body.get("tools") or [])
         except LookupError as exc:
-            return 400, {}, _error("invalid_request_error", str(exc))
+            return 400, {}, _error("invalid_request_error", str(exc) + echo)
         completion = self._completion(body["model"], output)
         self._count("answered")
         return 200, {}, completion
@@ -254,8 +271,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # quiet: tests read /stats instead
         pass
 
-    def _send(self, status: int, headers: dict[str, str], body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
+    def _send(self, status: int, headers: dict[str, str], body: dict[str, Any] | str) -> None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
@@ -282,7 +299,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("chat/completions"):
             self._send(404, {}, _error("not_found", self.path))
             return
-        status, headers, payload = self.provider.handle(body)
+        auth = self.headers.get("authorization") or self.headers.get("x-api-key") or ""
+        status, headers, payload = self.provider.handle(body, auth)
         if payload is None:  # a hung request: drop the connection as a dead upstream would
             self.close_connection = True
             return
@@ -330,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     for name, kind in (("bank", str), ("latency-s", float), ("rpm", float), ("tpm", float), ("burst-s", float),
                        ("p-429", float), ("p-500", float), ("p-timeout", float), ("timeout-s", float),
-                       ("p-malformed", float), ("p-empty", float), ("seed", int)):  # fmt: skip
+                       ("p-malformed", float), ("p-empty", float), ("seed", int), ("p-garbage", float)):  # fmt: skip
         parser.add_argument(f"--{name}", type=kind)
     args = vars(parser.parse_args(argv))
     port = args.pop("port")
