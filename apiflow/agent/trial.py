@@ -13,14 +13,16 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from apiflow.agent.intake import TURN_BOUNDS
 from apiflow.agent.ids import agent_version, derived_seed, trial_id_for
 from apiflow.agent.loop import LoopOutcome, TrialLimits, harness_error_text, run_loop
 from apiflow.agent.prompts import initial_messages
 from apiflow.bank.task import Task
-from apiflow.grading import Grade, evidence_from_workspace, grade
+from apiflow.grading import Evidence, Grade, evidence_from_workspace, grade
 from apiflow.models.base import GenerateConfig, ModelClient
 from apiflow.results.record import (
     ApiflowBlock,
+    LimitHit,
     Provenance,
     Termination,
     Tokens,
@@ -28,9 +30,12 @@ from apiflow.results.record import (
     TrialRecord,
 )
 from apiflow.tools import Toolbox, Workspace, tool_schema_hash, tool_schemas
+from apiflow.tools.limits import TOOL_BOUNDS
 from apiflow.world import WorldDef, WorldSession
 
-GRADING_RULES = "published-1.0"
+GRADING_RULES = "apiflow-1.1"
+"""The rule set live trials are graded with: ``published-1.0`` plus the grader-exploit audit's fixes
+(docs/design/011); ``apiflow regrade`` keeps ``published-1.0`` for published transcripts."""
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +72,33 @@ class _Trial:
         self.toolbox = Toolbox(self.workspace, session.send)
         return self.toolbox
 
-    def grade(self) -> Grade | None:
+    def evidence(self) -> Evidence:
         assert self.workspace is not None, "setup() runs first"
-        evidence = evidence_from_workspace(self.workspace, self.messages)
+        return evidence_from_workspace(self.workspace, self.messages)
+
+    def grade(self) -> Grade | None:
         t = self.task
-        return grade(t.predicates, t.checkpoints, t.constraints, evidence, rules=GRADING_RULES)
+        return grade(t.predicates, t.checkpoints, t.constraints, self.evidence(), rules=GRADING_RULES)
+
+
+async def trial_evidence(
+    task: Task,
+    world: WorldDef,
+    model: ModelClient,
+    *,
+    seed: int,
+    epoch: int,
+    limits: TrialLimits | None = None,
+) -> tuple[LoopOutcome, Evidence]:
+    """Play one trial exactly as ``run_trial`` does and return its evidence, ungraded.
+
+    For callers that grade the same trial under several rule sets (``apiflow bank audit``):
+    world and workspace seeds, loop and evidence builder are the ones of a real trial, so a
+    grade of this evidence under ``GRADING_RULES`` is the verdict ``run_trial`` records.
+    """
+    trial = _Trial(task, world, seed, epoch)
+    outcome = await run_loop(model, trial.setup(), _SCHEMAS, trial.messages, limits=limits or TrialLimits())
+    return outcome, trial.evidence()
 
 
 async def run_trial(
@@ -175,7 +202,15 @@ def _apiflow_block(
         retries=outcome.retries,
         harness_error=outcome.harness_error,
         grader=GRADING_RULES if graded is not None else None,
+        limits_hit=limits_hit(outcome),
+        input_repairs=dict(outcome.input.repairs),
     )
+
+
+def limits_hit(outcome: LoopOutcome) -> list[LimitHit]:
+    """The bounds on model input the trial hit, with their values (empty for nearly every trial)."""
+    values = {**TOOL_BOUNDS, **TURN_BOUNDS}
+    return [LimitHit(limit=name, value=values[name], hits=n) for name, n in outcome.input.limits.items()]
 
 
 def run_trial_sync(*args: Any, **kwargs: Any) -> TrialRecord:

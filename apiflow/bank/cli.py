@@ -1,4 +1,5 @@
-"""``apiflow bank build|verify|stats``: generate a bank, check its integrity and gates, describe its shape."""
+"""``apiflow bank build|verify|stats|audit``: generate a bank, check its integrity and gates, describe its
+shape, and audit its grading against the adversarial models."""
 
 from __future__ import annotations
 
@@ -125,8 +126,45 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    from apiflow.agent.trial import GRADING_RULES
+    from apiflow.bank.audit import audit_bank, render_table
+    from apiflow.grading.rules import rule_set
+
+    if args.sample is not None and args.sample < 1:
+        raise UsageError("--sample must be at least 1")
+    if not 1 <= args.epochs <= 100:
+        raise UsageError("--epochs must be between 1 and 100")
+    judged = rule_set(args.rules or GRADING_RULES)  # an unknown name: one line, before any work
+    bank = load_bank(args.bank)
+    report = audit_bank(bank, sample=args.sample, epochs=args.epochs, seed=args.seed, rules=judged.name)
+    print(
+        f"bank {bank.name} {bank.hash[:16]}: {len(report.tasks)} task(s) x {args.epochs} epoch(s), "
+        f"{sum(report.trials.values())} adversarial trials ({report.not_applicable} not applicable), "
+        f"{report.seconds:.1f} s"
+    )
+    print(f"passes/trials under {report.rules}; [n] = passes under {report.reference} where it differs")
+    for line in render_table(report):
+        print(line)
+    published = report.passing(report.reference)
+    print(f"{report.reference} (for information) would let through {len(published)} adversarial trial(s)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.as_dict(), indent=1) + "\n")
+        print(f"audit written to {args.json}")
+    failing = report.passing()
+    if failing:
+        for e in failing[:20]:
+            print(f"EXPLOIT {e['adversary']} passes {e['task']} (epoch {e['epoch']}) under {e['rules']}")
+        print(
+            f"bank {bank.name}: AUDIT FAILED ({len(failing)} passing adversarial trial(s) under {report.rules})"
+        )
+        return 1
+    print(f"bank {bank.name}: AUDIT PASSED (no adversary passes any task under {report.rules})")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``bank build``, ``bank verify`` and ``bank stats``."""
+    """Add ``bank build``, ``bank verify``, ``bank stats`` and ``bank audit``."""
     bank = sub.add_parser("bank", help="generate, verify and describe task banks")
     verbs = bank.add_subparsers(dest="bank_verb", metavar="VERB", parser_class=type(bank))
     build = verbs.add_parser(
@@ -150,3 +188,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     stats = verbs.add_parser("stats", help="tasks per world, axis, difficulty and chain length")
     stats.add_argument("bank", nargs="?", default=str(DEFAULT_BANK))
     stats.set_defaults(func=_stats)
+    audit = verbs.add_parser(
+        "audit", help="run every adversarial model (apiflow/adv:*) on the bank; non-zero if any passes"
+    )
+    audit.add_argument("bank", nargs="?", default=str(DEFAULT_BANK))
+    audit.add_argument("--sample", type=int, default=None, help="audit N tasks chosen by hash (default all)")
+    audit.add_argument("--epochs", type=int, default=1, help="trials per adversary and task (default 1)")
+    audit.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    audit.add_argument("--rules", default=None, help="judged rule set (default: the live-trial rules)")
+    audit.add_argument("--json", default=None, metavar="OUT", help="write the audit as JSON")
+    audit.set_defaults(func=_audit)

@@ -133,8 +133,13 @@ def _to_float(value: Any) -> float | None:
         return None
 
 
-def compare_numeric(got: Any, expected: Any) -> Comparison:
-    """``float()`` of an int, float or numeric string, within ±0.01 (absolute)."""
+def compare_numeric(got: Any, expected: Any, typed: bool = False) -> Comparison:
+    """``float()`` of an int, float or numeric string, within ±0.01 (absolute).
+
+    ``typed`` refuses booleans, which Python (and the published grader) reads as 0 and 1.
+    """
+    if typed and isinstance(got, bool):
+        return Comparison(False, f"value {got!r} is a boolean, not a number")
     have = _to_float(got)
     if have is None:
         return Comparison(False, f"value {got!r} is not numeric")
@@ -162,10 +167,12 @@ def compare_set(got: Any, expected: Any) -> Comparison:
     return Comparison(False, f"set {sorted(have)} != expected {sorted(want)}")
 
 
-def compare(comparator: str, got: Any, expected: Any, generation: Generation = "original") -> Comparison:
-    """Dispatch to one of the three comparators by name."""
+def compare(
+    comparator: str, got: Any, expected: Any, generation: Generation = "original", *, typed: bool = False
+) -> Comparison:
+    """Dispatch to one of the three comparators by name (``typed``: see ``compare_numeric``)."""
     if comparator == "numeric":
-        return compare_numeric(got, expected)
+        return compare_numeric(got, expected, typed)
     if comparator == "set":
         return compare_set(got, expected)
     if comparator == "string":

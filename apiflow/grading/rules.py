@@ -3,6 +3,8 @@
 ``published-1.0`` reproduces the grader that scored APIFlow-Bench 1.0 (REFERENCE §5.7,
 verified on all 56,037 published trials); ``strict-1.0`` closes the loopholes that
 grader left open, for banks of our own. Rationale: docs/design/010-grading-rules.md.
+``apiflow-1.1`` is ``published-1.0`` with exactly the fixes the grader-exploit audit
+needed (docs/design/011-grader-exploit-audit.md); it grades our live trials.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class RuleSet:
             or equals the variable's value or one of its leaves.
         seen_only: Count only responses whose whole body the agent saw (a complete
             preview or a ``read``); a response it knew only by a cut preview carries nothing.
+        typed_numbers: A ``numeric`` answer field refuses booleans (Python counts ``True``
+            as 1, so ``true`` would pass for a count of one).
     """
 
     name: str
@@ -38,6 +42,7 @@ class RuleSet:
     used_in: UseRule
     stored: StoreRule
     seen_only: bool = False
+    typed_numbers: bool = False
 
 
 PUBLISHED = RuleSet(
@@ -45,7 +50,16 @@ PUBLISHED = RuleSet(
 )
 STRICT = RuleSet("strict-1.0", body_key="dotted_path", used_in="later", stored="equal_leaf", seen_only=True)
 
-RULE_SETS: dict[str, RuleSet] = {r.name: r for r in (PUBLISHED, STRICT)}
+APIFLOW_1_1 = RuleSet(
+    "apiflow-1.1", body_key="last_segment_any_depth", used_in="later", stored="substring", typed_numbers=True
+)
+"""``published-1.0`` plus the audit's fixes: a value counts as re-used only in a request sent
+after the response that carried it (an agent that sends the answer key's value first and
+fetches it afterwards did not carry it), and no booleans for numbers. Any-depth keys and
+substring storage stay: the bank's predicates are written for them (``strict-1.0``'s
+dotted paths and seen-bodies rule fail the oracle on 127 ``bank/v1`` tasks)."""
+
+RULE_SETS: dict[str, RuleSet] = {r.name: r for r in (PUBLISHED, STRICT, APIFLOW_1_1)}
 
 
 def rule_set(name: str | RuleSet) -> RuleSet:

@@ -86,7 +86,9 @@ class Grade:
         return tuple(r.label for r in self.results if r.passed is None)
 
 
-def _answer(spec: AnswerFieldSpec, card: dict[str, Any], generation: Generation) -> PredicateResult:
+def _answer(
+    spec: AnswerFieldSpec, card: dict[str, Any], generation: Generation, typed: bool = False
+) -> PredicateResult:
     detail: dict[str, Any] = {
         "field": spec.field,
         "expected": spec.expected,
@@ -99,7 +101,7 @@ def _answer(spec: AnswerFieldSpec, card: dict[str, Any], generation: Generation)
         passed, message = False, f"answer field {spec.field!r} missing from the declared JSON answer card"
     else:
         got = card[spec.field]
-        outcome = compare(spec.comparator, got, spec.expected, generation)
+        outcome = compare(spec.comparator, got, spec.expected, generation, typed=typed)
         detail["got"] = got
         if outcome.reason:
             detail["reason"] = outcome.reason
@@ -173,7 +175,7 @@ def evaluate(
     card = extract_card(evidence.answer_text, evidence.answer_reasoning)
     numbers: dict[str, int] = {}
     return tuple(
-        _answer(p, card, generation)
+        _answer(p, card, generation, rules.typed_numbers)
         if isinstance(p, AnswerFieldSpec)
         else _state(p, evidence, rules, numbers)
         for p in predicates
@@ -209,7 +211,7 @@ def grade(
         checkpoints: Diagnostic checkpoint specs (never change the verdict).
         constraints: Diagnostic constraint specs (never change the verdict).
         evidence: What the trial left behind.
-        rules: G1 rule set name (``published-1.0`` or ``strict-1.0``) or a ``RuleSet``.
+        rules: Rule set name (``published-1.0``, ``strict-1.0``, ``apiflow-1.1``) or a ``RuleSet``.
         generation: Answer-comparison generation (``newer`` only to regrade board-update outputs).
 
     Returns:

@@ -7,6 +7,7 @@ from typing import Any
 
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
+from apiflow.models.adversarial import ADV_PREFIX, ADVERSARIES, ADVERSARY_MODELS, adversary_model
 from apiflow.models.base import ModelClient
 from apiflow.models.offline import blank_model, oracle_model
 from apiflow.models.sim import PROFILES, sim_model
@@ -17,6 +18,7 @@ OFFLINE_PROFILES: tuple[str, ...] = tuple(PROFILES)
 """Simulated-agent profile names, strongest first (``apiflow/sim:<profile>``)."""
 
 OFFLINE_MODELS: tuple[str, ...] = ("apiflow/oracle", "apiflow/blank", *(SIM_PREFIX + p for p in PROFILES))
+"""The offline models a demo grid runs (the adversaries, ``ADVERSARY_MODELS``, are for audits)."""
 
 
 def is_offline(name: str) -> bool:
@@ -35,7 +37,10 @@ def check_model_name(name: str) -> None:
     """Raise ``UsageError`` for a name ``make_model`` would refuse, without building anything."""
     if not name or name != name.strip() or any(ch.isspace() for ch in name):
         raise UsageError(f"bad model name {name!r}")
-    if is_offline(name) and name not in OFFLINE_MODELS:
+    if is_offline(name) and name not in OFFLINE_MODELS and name not in ADVERSARY_MODELS:
+        if name.startswith(ADV_PREFIX):
+            known = ", ".join(ADVERSARIES)
+            raise UsageError(f"unknown adversary {name[len(ADV_PREFIX) :]!r}; known: {known}")
         if name.startswith(SIM_PREFIX):
             raise UsageError(f"unknown sim profile {name[len(SIM_PREFIX) :]!r}; known: {', '.join(PROFILES)}")
         raise UsageError(f"unknown offline model {name!r}; known: {', '.join(OFFLINE_MODELS)}")
@@ -50,7 +55,8 @@ def make_model(name: str, task: Task, seed: int, params: dict[str, Any] | None =
     """Build the model for one trial.
 
     Args:
-        name: ``apiflow/oracle``, ``apiflow/blank``, ``apiflow/sim:<profile>``, or any litellm model
+        name: ``apiflow/oracle``, ``apiflow/blank``, ``apiflow/sim:<profile>``, ``apiflow/adv:<name>``
+            (a cheating agent, ``apiflow.models.adversarial``), or any litellm model
             id (e.g. ``openai/gpt-5-mini``), which goes to the litellm adapter.
         task: The trial's task (offline models play or perturb its golden solution).
         seed: The trial seed; offline randomness derives from it.
@@ -66,6 +72,8 @@ def make_model(name: str, task: Task, seed: int, params: dict[str, Any] | None =
         return blank_model()
     if name.startswith(SIM_PREFIX):
         return sim_model(task, seed, name[len(SIM_PREFIX) :])
+    if name.startswith(ADV_PREFIX):
+        return adversary_model(name[len(ADV_PREFIX) :], task, seed)
     # Imported only on the provider path: offline models never load litellm.
     from apiflow.models.litellm_client import LiteLLMClient
 

@@ -1,0 +1,240 @@
+"""The grader-exploit audit: every adversary on every task, graded as real trials are.
+
+A task is sound only if no ``apiflow/adv:<name>`` passes it: each adversary leaves some of
+the task's labour undone by construction (docs/design/011-grader-exploit-audit.md defines
+the labour per family). Trials are played by the agent loop in a fresh world exactly like
+``run_trial`` (``trial_evidence``); the same evidence is then graded under the judged rule
+set and, for information, under ``published-1.0`` (what the published grader lets through).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiflow.agent.ids import trial_seed
+from apiflow.agent.trial import GRADING_RULES, trial_evidence
+from apiflow.bank.loader import Bank
+from apiflow.bank.task import Task
+from apiflow.grading import grade
+from apiflow.grading.rules import PUBLISHED, rule_set
+from apiflow.models.adversarial import ADVERSARIES, adversary_model, adversary_plan
+from apiflow.models.offline import ScriptedModel, oracle_model
+
+REFERENCE_RULES = PUBLISHED.name
+"""Graded beside the judged rules, for information only: the published looseness."""
+
+Cell = tuple[str, str, str]
+"""(adversary, world, axis)."""
+
+
+@dataclass
+class AuditReport:
+    """Pass counts per adversary × world × axis, under the judged and the reference rules.
+
+    Attributes:
+        bank: Bank name.
+        bank_hash: Bank sha256.
+        rules: The judged rule set (the exit code's).
+        reference: The rule set graded for information (``published-1.0``).
+        tasks: Task ids audited, in order.
+        epochs: Trials per (adversary, task).
+        trials: Trials run per cell.
+        passes: Passing trials per (rules name, cell).
+        not_applicable: (adversary, task) pairs the task offers nothing to cheat with.
+        exploits: Every passing trial: rules, adversary, task id, epoch.
+        seconds: Wall time of the audit.
+    """
+
+    bank: str
+    bank_hash: str
+    rules: str
+    reference: str
+    tasks: list[str]
+    epochs: int
+    trials: Counter[Cell] = field(default_factory=Counter)
+    passes: Counter[tuple[str, Cell]] = field(default_factory=Counter)
+    not_applicable: int = 0
+    exploits: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def passing(self, rules: str | None = None) -> list[dict[str, Any]]:
+        """Passing trials under ``rules`` (default: the judged rule set)."""
+        name = rules or self.rules
+        return [e for e in self.exploits if e["rules"] == name]
+
+    @property
+    def sound(self) -> bool:
+        """True when no adversary passed any task under the judged rules."""
+        return not self.passing()
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form (``--json`` and the record committed beside each bank)."""
+        rows = [
+            {
+                "adversary": adv,
+                "family": ADVERSARIES[adv].family,
+                "world": world,
+                "axis": axis,
+                "trials": n,
+                "passes": {r: self.passes[(r, (adv, world, axis))] for r in (self.rules, self.reference)},
+            }
+            for (adv, world, axis), n in sorted(self.trials.items(), key=_cell_order)
+        ]
+        return {
+            "bank": self.bank,
+            "bank_hash": self.bank_hash,
+            "rules": self.rules,
+            "reference": self.reference,
+            "tasks": len(self.tasks),
+            "task_ids_sha256": hashlib.sha256("\n".join(self.tasks).encode()).hexdigest(),
+            "epochs": self.epochs,
+            "trials": sum(self.trials.values()),
+            "not_applicable": self.not_applicable,
+            "passes": {r: len(self.passing(r)) for r in (self.rules, self.reference)},
+            "sound": self.sound,
+            "rows": rows,
+            "exploits": self.exploits,
+        }
+
+
+def _cell_order(item: tuple[Cell, int]) -> tuple[int, str, str]:
+    (adv, world, axis), _ = item
+    return list(ADVERSARIES).index(adv), world, axis
+
+
+def sample_tasks(bank: Bank, n: int | None) -> list[Task]:
+    """All tasks, or ``n`` of them chosen by sha256 of their ids (deterministic, spread over worlds)."""
+    tasks = sorted(bank.tasks.values(), key=lambda t: t.id)
+    if n is None or n >= len(tasks):
+        return tasks
+    ranked = sorted(tasks, key=lambda t: hashlib.sha256(f"audit|{t.id}".encode()).hexdigest())
+    chosen = {t.id for t in ranked[:n]}
+    return [t for t in tasks if t.id in chosen]
+
+
+class _Player:
+    """Plays trials on one private event loop (the audit runs thousands of tiny trials)."""
+
+    def __init__(self, bank: Bank, seed: int) -> None:
+        self.bank, self.seed = bank, seed
+        self.loop = asyncio.new_event_loop()
+
+    def evidence(self, task: Task, model: ScriptedModel, epoch: int) -> Any:
+        world = self.bank.worlds[task.world]
+        coro = trial_evidence(task, world, model, seed=self.seed, epoch=epoch)
+        return self.loop.run_until_complete(coro)[1]
+
+    def recorded_refs(self, task: Task) -> dict[int, str]:
+        """The response refs an oracle trial of epoch 1 minted, by golden execute index."""
+        model = oracle_model(task)
+        self.evidence(task, model, 1)
+        return dict(model._refs)  # noqa: SLF001 - what a transcript of that trial shows
+
+    def close(self) -> None:
+        self.loop.close()
+
+
+def audit_bank(
+    bank: Bank,
+    *,
+    sample: int | None = None,
+    epochs: int = 1,
+    seed: int = 0,
+    rules: str = GRADING_RULES,
+    adversaries: Sequence[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> AuditReport:
+    """Run every adversary on every (sampled) task for ``epochs`` epochs and count the passes.
+
+    ``epoch-replay`` replays into epoch ``e + 1`` the refs an oracle trial minted in epoch 1
+    (its "epoch 1" is the recording, so it never plays epoch 1 itself).
+
+    Args:
+        bank: The bank.
+        sample: Audit only this many tasks (``sample_tasks``); all when ``None``.
+        epochs: Trials per (adversary, task), epochs 1..E (trial seeds differ per epoch).
+        seed: The base seed, as for ``apiflow run``.
+        rules: The judged rule set (default: the one live trials are graded with).
+        adversaries: Names to run (default: all of ``ADVERSARIES``).
+        progress: Called with one line per adversary.
+
+    Raises:
+        UsageError: Unknown rule set.
+    """
+    judged = rule_set(rules)
+    names = list(adversaries or ADVERSARIES)
+    tasks = sample_tasks(bank, sample)
+    report = AuditReport(bank.name, bank.hash, judged.name, REFERENCE_RULES, [t.id for t in tasks], epochs)
+    player = _Player(bank, seed)
+    started = time.perf_counter()
+    try:
+        for name in names:
+            for task in tasks:
+                _audit_task(player, report, name, task)
+            if progress:
+                passed = sum(1 for e in report.passing() if e["adversary"] == name)
+                progress(f"{name:<16} {passed} passing under {judged.name}")
+    finally:
+        player.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _audit_task(player: _Player, report: AuditReport, name: str, task: Task) -> None:
+    recorded = player.recorded_refs(task) if name == "epoch-replay" else None
+    cell = (name, task.world, task.axis or task.kind)
+    for epoch in range(1, report.epochs + 1):
+        play_epoch = epoch + 1 if recorded is not None else epoch
+        tseed = trial_seed(player.seed, task.id, play_epoch)
+        if adversary_plan(name, task, tseed) is None:
+            report.not_applicable += 1
+            continue
+        model = adversary_model(name, task, tseed, recorded)
+        evidence = player.evidence(task, model, play_epoch)
+        report.trials[cell] += 1
+        for rules in dict.fromkeys((report.rules, report.reference)):
+            graded = grade(task.predicates, task.checkpoints, task.constraints, evidence, rules=rules)
+            if graded.passed:
+                report.passes[(rules, cell)] += 1
+                report.exploits.append(
+                    {"rules": rules, "adversary": name, "task": task.id, "epoch": play_epoch}
+                )
+
+
+def render_table(report: AuditReport) -> list[str]:
+    """The audit table: one line per adversary × world, one ``passes/trials`` column per axis.
+
+    Each cell shows judged-rule passes, then the published-1.0 passes in brackets when they differ.
+    """
+    axes = sorted({axis for _, _, axis in report.trials})
+    worlds = sorted({world for _, world, _ in report.trials})
+    head = f"{'exploit':<16} {'world':<5} " + " ".join(f"{a[:12]:>12}" for a in axes) + f" {'total':>12}"
+    lines = [head, "-" * len(head)]
+    for name in ADVERSARIES:
+        for world in worlds:
+            cells = [(name, world, axis) for axis in axes]
+            if not any(report.trials[c] for c in cells):
+                continue
+            row = [_cell_text(report, [c]) for c in cells]
+            lines.append(
+                f"{name:<16} {world:<5} "
+                + " ".join(f"{r:>12}" for r in row)
+                + f" {_cell_text(report, cells):>12}"
+            )
+    return lines
+
+
+def _cell_text(report: AuditReport, cells: list[Cell]) -> str:
+    trials = sum(report.trials[c] for c in cells)
+    if not trials:
+        return "-"
+    judged = sum(report.passes[(report.rules, c)] for c in cells)
+    reference = sum(report.passes[(report.reference, c)] for c in cells)
+    extra = f"[{reference}]" if reference != judged else ""
+    return f"{judged}{extra}/{trials}"
