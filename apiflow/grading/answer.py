@@ -68,7 +68,7 @@ def top_level_objects(text: str) -> list[dict[str, Any]]:
     while start != -1:
         try:
             value, end = _DECODER.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the recursion limit: model text, not a card
             start = text.find("{", start + 1)
             continue
         objects.append(value)
