@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -32,6 +33,8 @@ REFERENCE_RULES = PUBLISHED.name
 Cell = tuple[str, str, str]
 """(adversary, world, axis)."""
 
+GROUNDS = ("G1", "G2", "abstained")
+
 
 @dataclass
 class AuditReport:
@@ -44,9 +47,13 @@ class AuditReport:
         reference: The rule set graded for information (``published-1.0``).
         tasks: Task ids audited, in order.
         epochs: Trials per (adversary, task).
+        seed: The base seed.
+        sample: The requested sample size (``None``: every task).
         trials: Trials run per cell.
         passes: Passing trials per (rules name, cell).
         not_applicable: (adversary, task) pairs the task offers nothing to cheat with.
+        refused: Trials per (rules, adversary, ground) where that ground failed: ``G1`` (state),
+            ``G2`` (answer card), ``abstained`` (a trial may be refused on several grounds).
         exploits: Every passing trial: rules, adversary, task id, epoch.
         seconds: Wall time of the audit.
     """
@@ -57,9 +64,12 @@ class AuditReport:
     reference: str
     tasks: list[str]
     epochs: int
+    seed: int = 0
+    sample: int | None = None
     trials: Counter[Cell] = field(default_factory=Counter)
     passes: Counter[tuple[str, Cell]] = field(default_factory=Counter)
     not_applicable: int = 0
+    refused: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     exploits: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -67,6 +77,9 @@ class AuditReport:
         """Passing trials under ``rules`` (default: the judged rule set)."""
         name = rules or self.rules
         return [e for e in self.exploits if e["rules"] == name]
+
+    def _ran(self, adversary: str) -> bool:
+        return any(n for (a, _, _), n in self.trials.items() if a == adversary)
 
     @property
     def sound(self) -> bool:
@@ -94,10 +107,16 @@ class AuditReport:
             "tasks": len(self.tasks),
             "task_ids_sha256": hashlib.sha256("\n".join(self.tasks).encode()).hexdigest(),
             "epochs": self.epochs,
+            "seed": self.seed,
+            "sample": self.sample,
             "trials": sum(self.trials.values()),
             "not_applicable": self.not_applicable,
             "passes": {r: len(self.passing(r)) for r in (self.rules, self.reference)},
             "sound": self.sound,
+            "refused": {
+                r: {a: {g: self.refused[(r, a, g)] for g in GROUNDS} for a in ADVERSARIES if self._ran(a)}
+                for r in (self.rules, self.reference)
+            },
             "rows": rows,
             "exploits": self.exploits,
         }
@@ -170,7 +189,9 @@ def audit_bank(
     judged = rule_set(rules)
     names = list(adversaries or ADVERSARIES)
     tasks = sample_tasks(bank, sample)
-    report = AuditReport(bank.name, bank.hash, judged.name, REFERENCE_RULES, [t.id for t in tasks], epochs)
+    report = AuditReport(
+        bank.name, bank.hash, judged.name, REFERENCE_RULES, [t.id for t in tasks], epochs, seed, sample
+    )
     player = _Player(bank, seed)
     started = time.perf_counter()
     try:
@@ -200,6 +221,12 @@ def _audit_task(player: _Player, report: AuditReport, name: str, task: Task) -> 
         report.trials[cell] += 1
         for rules in dict.fromkeys((report.rules, report.reference)):
             graded = grade(task.predicates, task.checkpoints, task.constraints, evidence, rules=rules)
+            for ground, failed in zip(
+                GROUNDS,
+                (not graded.g1_passed, not graded.g2_passed, graded.abstained is not None),
+                strict=True,
+            ):
+                report.refused[(rules, name, ground)] += failed
             if graded.passed:
                 report.passes[(rules, cell)] += 1
                 report.exploits.append(
@@ -230,6 +257,25 @@ def render_table(report: AuditReport) -> list[str]:
     return lines
 
 
+def render_grounds(report: AuditReport) -> list[str]:
+    """What refused each adversary under the judged rules (and published-1.0): trials failing each ground."""
+    head = f"{'exploit':<16} {'trials':>7}  " + "  ".join(f"{g:>15}" for g in GROUNDS)
+    lines = [head, "-" * len(head)]
+    for name in ADVERSARIES:
+        trials = sum(n for (a, _, _), n in report.trials.items() if a == name)
+        if not trials:
+            continue
+        cells = []
+        for ground in GROUNDS:
+            judged, ref = (
+                report.refused[(report.rules, name, ground)],
+                report.refused[(report.reference, name, ground)],
+            )
+            cells.append(f"{judged}" + (f" [{ref}]" if ref != judged else ""))
+        lines.append(f"{name:<16} {trials:>7}  " + "  ".join(f"{c:>15}" for c in cells))
+    return lines
+
+
 def _cell_text(report: AuditReport, cells: list[Cell]) -> str:
     trials = sum(report.trials[c] for c in cells)
     if not trials:
@@ -238,3 +284,21 @@ def _cell_text(report: AuditReport, cells: list[Cell]) -> str:
     reference = sum(report.passes[(report.reference, c)] for c in cells)
     extra = f"[{reference}]" if reference != judged else ""
     return f"{judged}{extra}/{trials}"
+
+
+def record_text(record: dict[str, Any]) -> str:
+    """The audit record as committed beside a bank: summary keys indented, one JSON line per row.
+
+    Stable bytes (no timings): the same bank, sample, epochs and seed give the same file.
+    """
+    lines = ["{"]
+    items = list(record.items())
+    for i, (key, value) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        if key in ("rows", "exploits") and value:
+            body = ",\n".join("  " + json.dumps(v, sort_keys=True) for v in value)
+            lines.append(f" {json.dumps(key)}: [\n{body}\n ]{comma}")
+        else:
+            lines.append(f" {json.dumps(key)}: {json.dumps(value, sort_keys=True)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

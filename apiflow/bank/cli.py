@@ -128,13 +128,15 @@ def _build(args: argparse.Namespace) -> int:
 
 def _audit(args: argparse.Namespace) -> int:
     from apiflow.agent.trial import GRADING_RULES
-    from apiflow.bank.audit import audit_bank, render_table
+    from apiflow.bank.audit import audit_bank, record_text, render_grounds, render_table
     from apiflow.grading.rules import rule_set
 
     if args.sample is not None and args.sample < 1:
         raise UsageError("--sample must be at least 1")
     if not 1 <= args.epochs <= 100:
         raise UsageError("--epochs must be between 1 and 100")
+    if not 0 <= args.replay_epochs <= 100:
+        raise UsageError("--replay-epochs must be between 0 and 100")
     judged = rule_set(args.rules or GRADING_RULES)  # an unknown name: one line, before any work
     bank = load_bank(args.bank)
     report = audit_bank(bank, sample=args.sample, epochs=args.epochs, seed=args.seed, rules=judged.name)
@@ -146,10 +148,27 @@ def _audit(args: argparse.Namespace) -> int:
     print(f"passes/trials under {report.rules}; [n] = passes under {report.reference} where it differs")
     for line in render_table(report):
         print(line)
+    print(f"trials refused on each ground under {report.rules} [published-1.0 where it differs]:")
+    for line in render_grounds(report):
+        print(line)
     published = report.passing(report.reference)
     print(f"{report.reference} (for information) would let through {len(published)} adversarial trial(s)")
+    record = report.as_dict()
+    if args.replay_epochs:
+        from apiflow.bank.replay_values import measure
+
+        tasks = [bank.tasks[t] for t in report.tasks]
+        figures = measure(bank, tasks, args.replay_epochs, seed=args.seed)
+        print(f"replayable values over {args.replay_epochs} oracle trial(s) of each task:")
+        print(f"  {'class':<9} {'seen':>7} {'distinct':>9} {'shared':>7} {'bits/trial':>10} {'nominal':>8}")
+        for v in figures:
+            nominal = "-" if v.nominal_bits is None else str(v.nominal_bits)
+            print(
+                f"  {v.name:<9} {v.seen:>7} {v.distinct:>9} {v.shared:>7} {v.bits_between_trials:>10.2f} {nominal:>8}"
+            )
+        record["replay_values"] = {"epochs": args.replay_epochs, "classes": [v.as_dict() for v in figures]}
     if args.json:
-        Path(args.json).write_text(json.dumps(report.as_dict(), indent=1) + "\n")
+        Path(args.json).write_text(record_text(record))
         print(f"audit written to {args.json}")
     failing = report.passing()
     if failing:
@@ -197,4 +216,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     audit.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     audit.add_argument("--rules", default=None, help="judged rule set (default: the live-trial rules)")
     audit.add_argument("--json", default=None, metavar="OUT", help="write the audit as JSON")
+    audit.add_argument(
+        "--replay-epochs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also measure refs, tokens and canaries over N oracle trials per task (default 0: skip)",
+    )
     audit.set_defaults(func=_audit)

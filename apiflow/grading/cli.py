@@ -27,7 +27,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--json", dest="json_out", metavar="OUT", help="also write the summary as JSON to OUT"
     )
-    parser.add_argument("--rules", default="published-1.0", choices=sorted(RULE_SETS), help="G1 rule set")
+    parser.add_argument(
+        "--rules",
+        default=None,
+        choices=sorted(RULE_SETS),
+        help="rule set (default: the one each record names, published-1.0 for published transcripts)",
+    )
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
     parser.set_defaults(func=handle)
 

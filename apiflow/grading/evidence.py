@@ -147,6 +147,8 @@ class Evidence:
         tool_call_count: Tool calls the agent made.
         new_response_count: Responses obtained (HTTP answers, any status).
         new_variable_count: Distinct variables written.
+        task_text: The user messages' text: what the task itself told the agent (a value
+            found there needs no response to have carried it, ``apiflow.grading.provenance``).
     """
 
     exchanges: tuple[Exchange, ...] = ()
@@ -159,6 +161,7 @@ class Evidence:
     tool_call_count: int = 0
     new_response_count: int = 0
     new_variable_count: int = 0
+    task_text: str = ""
 
     @property
     def abstained(self) -> str | None:
@@ -175,3 +178,17 @@ def value_text(value: Any) -> str:
     if isinstance(value, int | float):
         return repr(value)
     return _dumps(value)
+
+
+def task_text_of(messages: Any) -> str:
+    """The text of every user message, joined (string contents and text blocks)."""
+    parts: list[str] = []
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, Mapping) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts += [b["text"] for b in content if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+    return "\n".join(parts)

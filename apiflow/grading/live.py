@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from apiflow.grading.answer import final_message
-from apiflow.grading.evidence import Evidence, Exchange
+from apiflow.grading.evidence import Evidence, Exchange, task_text_of
 from apiflow.grading.transcript import PREVIEW_LIMIT, abstention_in, cut_previews, ending_of
 
 _ELLIPSIS = "…"
@@ -111,4 +111,5 @@ def evidence_from_workspace(workspace: Any, messages: Sequence[dict[str, Any]]) 
         tool_call_count=calls,
         new_response_count=sum(1 for e in exchanges if e.has_response),
         new_variable_count=len(variables),
+        task_text=task_text_of(messages),
     )

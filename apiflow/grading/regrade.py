@@ -20,6 +20,7 @@ import orjson
 
 from apiflow.errors import UsageError
 from apiflow.grading.published import PublishedSpecError, generation_of, specs_from_verifier
+from apiflow.grading.rules import PUBLISHED, RULE_SETS
 from apiflow.grading.transcript import evidence_from_transcript
 from apiflow.grading.verdict import grade
 
@@ -87,15 +88,28 @@ def _first_difference(recorded: list[Mapping[str, Any]], ours: list[Any]) -> str
     return None
 
 
-def check_trial(path: str, trial: Mapping[str, Any], rules: str, summary: RegradeSummary) -> None:
-    """Regrade one parsed trial and add the outcome to ``summary``."""
+def recorded_rules(verifier: Mapping[str, Any]) -> str:
+    """The rule set a payload was graded with (``metadata.rules``); ``published-1.0`` when it names
+    none or one we do not know (published transcripts carry no rules key)."""
+    metadata = verifier.get("metadata")
+    name = metadata.get("rules") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) and name in RULE_SETS else PUBLISHED.name
+
+
+def check_trial(path: str, trial: Mapping[str, Any], rules: str | None, summary: RegradeSummary) -> None:
+    """Regrade one parsed trial and add the outcome to ``summary`` (``rules=None``: its recorded rules)."""
     verifier = trial.get("verifier")
     if not trial.get("verdict") or not isinstance(verifier, dict):
         summary.unscored += 1
         return
     specs = specs_from_verifier(verifier)
     result = grade(
-        specs, [], [], evidence_from_transcript(trial), rules=rules, generation=generation_of(verifier)
+        specs,
+        [],
+        [],
+        evidence_from_transcript(trial),
+        rules=rules or recorded_rules(verifier),
+        generation=generation_of(verifier),
     )
     if not result.determinate:
         summary.indeterminate += 1
@@ -113,7 +127,7 @@ def check_trial(path: str, trial: Mapping[str, Any], rules: str, summary: Regrad
         summary.disagreements.append({"path": path, "recorded": recorded, "ours": ours, "predicate": first})
 
 
-def regrade_files(paths: Iterable[str], rules: str = "published-1.0") -> RegradeSummary:
+def regrade_files(paths: Iterable[str], rules: str | None = None) -> RegradeSummary:
     """Regrade a batch of files (one worker's chunk); a bad file is counted, never fatal."""
     summary = RegradeSummary()
     for path in paths:
@@ -159,7 +173,7 @@ def _chunks(items: Iterator[str], size: int) -> Iterator[list[str]]:
 def regrade(
     paths: Iterable[str | Path],
     *,
-    rules: str = "published-1.0",
+    rules: str | None = None,
     workers: int | None = None,
     chunk_files: int = CHUNK_FILES,
 ) -> RegradeSummary:
@@ -167,7 +181,8 @@ def regrade(
 
     Args:
         paths: Files or folders.
-        rules: G1 rule set to grade with.
+        rules: Rule set to grade with; ``None`` grades each trial with the rules its payload
+            names (``metadata.rules``: ``apiflow-1.1`` for our live trials), else ``published-1.0``.
         workers: Worker processes (default: all cores); 1 grades in this process.
         chunk_files: Files per work item.
     """

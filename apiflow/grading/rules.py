@@ -35,6 +35,9 @@ class RuleSet:
             preview or a ``read``); a response it knew only by a cut preview carries nothing.
         typed_numbers: A ``numeric`` answer field refuses booleans (Python counts ``True``
             as 1, so ``true`` would pass for a count of one).
+        answers_received: A ``string``/``set`` answer passes only if a response of this trial
+            carried the value (``apiflow.grading.provenance``): the bank's canaries are fixed,
+            so a card copied from the released answer key must not pass on its own.
     """
 
     name: str
@@ -43,6 +46,7 @@ class RuleSet:
     stored: StoreRule
     seen_only: bool = False
     typed_numbers: bool = False
+    answers_received: bool = False
 
 
 PUBLISHED = RuleSet(
@@ -51,11 +55,17 @@ PUBLISHED = RuleSet(
 STRICT = RuleSet("strict-1.0", body_key="dotted_path", used_in="later", stored="equal_leaf", seen_only=True)
 
 APIFLOW_1_1 = RuleSet(
-    "apiflow-1.1", body_key="last_segment_any_depth", used_in="later", stored="substring", typed_numbers=True
+    "apiflow-1.1",
+    body_key="last_segment_any_depth",
+    used_in="later",
+    stored="substring",
+    typed_numbers=True,
+    answers_received=True,
 )
 """``published-1.0`` plus the audit's fixes: a value counts as re-used only in a request sent
 after the response that carried it (an agent that sends the answer key's value first and
-fetches it afterwards did not carry it), and no booleans for numbers. Any-depth keys and
+fetches it afterwards did not carry it), a card value only if this trial received it, and no
+booleans for numbers. Any-depth keys and
 substring storage stay: the bank's predicates are written for them (``strict-1.0``'s
 dotted paths and seen-bodies rule fail the oracle on 127 ``bank/v1`` tasks)."""
 

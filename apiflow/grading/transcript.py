@@ -20,6 +20,7 @@ from apiflow.grading.evidence import (
     Ending,
     Evidence,
     Exchange,
+    task_text_of,
 )
 from apiflow.grading.refs import loads_json, loads_maybe, parse_ref, ref_key, request_id, response_id
 
@@ -278,4 +279,5 @@ def evidence_from_transcript(trial_json: Mapping[str, Any]) -> Evidence:
         tool_call_count=builder.tool_calls,
         new_response_count=sum(1 for e in exchanges if e.has_response),
         new_variable_count=len(builder.variables),
+        task_text=task_text_of(messages),
     )

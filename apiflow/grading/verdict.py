@@ -15,6 +15,7 @@ from apiflow.grading import predicates as g1
 from apiflow.grading.answer import Generation, compare, extract_card
 from apiflow.grading.diagnostics import Tagged, checkpoint, constraint, segment_diagnostics
 from apiflow.grading.evidence import Evidence
+from apiflow.grading.provenance import Received, answer_carried, received
 from apiflow.grading.rules import RuleSet, rule_set
 from apiflow.grading.spec import (
     AnswerFieldSpec,
@@ -28,6 +29,7 @@ from apiflow.grading.spec import (
 SCORER = "apiflow_grader"
 PASS_EXPLANATION = "all signature predicates matched (G1 state ✓, G2 answer ✓)"
 ABSENT = "field absent from the declared JSON answer card"
+NOT_RECEIVED = "value matches, but no response of this trial carried it (answer provenance)"
 Spec = AnswerFieldSpec | DataFlowSpec | NewResponseSpec | WorkspaceValueSpec
 
 
@@ -87,7 +89,11 @@ class Grade:
 
 
 def _answer(
-    spec: AnswerFieldSpec, card: dict[str, Any], generation: Generation, typed: bool = False
+    spec: AnswerFieldSpec,
+    card: dict[str, Any],
+    generation: Generation,
+    typed: bool = False,
+    seen: Received | None = None,
 ) -> PredicateResult:
     detail: dict[str, Any] = {
         "field": spec.field,
@@ -96,6 +102,7 @@ def _answer(
         "explain": spec.explain,
         "prompt_quote": spec.prompt_quote,
     }
+    passed: bool | None
     if spec.field not in card:
         detail["reason"] = ABSENT
         passed, message = False, f"answer field {spec.field!r} missing from the declared JSON answer card"
@@ -103,9 +110,16 @@ def _answer(
         got = card[spec.field]
         outcome = compare(spec.comparator, got, spec.expected, generation, typed=typed)
         detail["got"] = got
-        if outcome.reason:
-            detail["reason"] = outcome.reason
-        passed, message = outcome.passed, f"answer field {spec.field!r}: {outcome.reason}"
+        passed, reason = outcome.passed, outcome.reason
+        if passed and seen is not None:
+            carried = answer_carried(spec.comparator, got, seen)
+            if carried is not True:
+                passed, reason = carried, NOT_RECEIVED
+                if carried is None:
+                    detail["unsettled"] = True  # only an unknown (cut) body could have carried it
+        if reason:
+            detail["reason"] = reason
+        message = f"answer field {spec.field!r}: {reason}"
     label = f"answer.{spec.field} == {spec.expected!r}"
     entry = {
         "label": label,
@@ -174,8 +188,9 @@ def evaluate(
     """Every predicate graded, in the order the task lists them."""
     card = extract_card(evidence.answer_text, evidence.answer_reasoning)
     numbers: dict[str, int] = {}
+    seen = received(evidence) if rules.answers_received else None
     return tuple(
-        _answer(p, card, generation, rules.typed_numbers)
+        _answer(p, card, generation, rules.typed_numbers, seen)
         if isinstance(p, AnswerFieldSpec)
         else _state(p, evidence, rules, numbers)
         for p in predicates
