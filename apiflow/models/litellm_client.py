@@ -5,17 +5,25 @@ reports usage by priced kind. It makes exactly one provider attempt (``num_retri
 belong to the grid runner's single tenacity layer, which plugs in through ``RetryHook``. A
 provider fault that outlives the hook becomes ``ProviderError`` (a harness outcome, never a model
 failure). Nothing is configured at import: the runner calls ``configure_litellm()``.
+
+This module's exception boundary is the single point where provider text becomes ours: every
+exception leaving ``generate`` carries a message redacted by ``apiflow.redact`` (environment keys,
+the client's own ``api_key``/headers, credential-shaped strings) and no chained original
+(docs/design/045-secrets-and-unscored.md).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from apiflow.errors import UsageError
 from apiflow.models.base import GenerateConfig, ModelOutput, ProviderError, ToolCall, Usage
+from apiflow.redact import RedactingFilter, redact, secrets_in
 
 RetryHook = Callable[[Callable[[], Awaitable[Any]], list[dict[str, Any]]], Awaitable[Any]]
 """``hook(attempt, retry_log) -> response``: call ``attempt()`` (one provider call) as often as the
@@ -24,6 +32,9 @@ retry policy allows, append one dict per retry to ``retry_log`` (e.g. ``{"attemp
 keeps ``status_code`` and ``response.headers`` (``Retry-After``) for the policy to read."""
 
 _configured = False
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+MESSAGE_LIMIT = 2000
+"""Characters of a provider error kept on the trial (after redaction, so no secret is cut in half)."""
 
 
 def configure_litellm() -> None:
@@ -37,6 +48,10 @@ def configure_litellm() -> None:
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
+    for name in _LITELLM_LOGGERS:  # litellm masks keys itself; this also covers what it echoes
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+            logger.addFilter(RedactingFilter())
     _configured = True
 
 
@@ -202,6 +217,8 @@ class LiteLLMClient:
         self.model_api = model
         self.params = dict(params or {})
         self.retry: RetryHook = retry or single_attempt
+        self.secrets = frozenset(secrets_in(self.params))
+        """Credential values of ``params`` (``api_key``, auth headers), redacted with the environment's."""
 
     async def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
@@ -226,7 +243,9 @@ class LiteLLMClient:
         try:
             response = await self.retry(lambda: litellm.acompletion(**kwargs), retry_log)
         except _provider_faults() as exc:
-            raise _provider_error(exc, retry_log) from exc
+            raise _provider_error(exc, retry_log, self.secrets) from None
+        except Exception as exc:  # a harness bug: still loud, but its text may quote the request too
+            raise _harness_fault(exc, self.secrets) from None
         output = output_from_response(response)
         if retry_log:
             output = ModelOutput(
@@ -248,9 +267,31 @@ def _provider_faults() -> type[Exception]:
     return openai.OpenAIError
 
 
-def _provider_error(exc: Exception, retry_log: list[dict[str, Any]]) -> LiteLLMProviderError:
+class LiteLLMHarnessFault(RuntimeError):
+    """A non-provider exception raised inside the adapter (a harness bug), with its text redacted.
+
+    The trial records it as ``harness_error``; the redacted original traceback rides along as an
+    exception note, so the loop's log line still shows where it happened.
+    """
+
+
+def _provider_error(
+    exc: Exception, retry_log: list[dict[str, Any]], secrets: frozenset[str] = frozenset()
+) -> LiteLLMProviderError:
+    """THE point where a provider fault is recorded: its text redacted, then cut to ``MESSAGE_LIMIT``.
+
+    Raised ``from None``: the original exception (its message and response body may quote the
+    request's credentials) must not ride along into a logged traceback. The retry log needs no
+    redaction: it holds exception class names, statuses and numbers only (models/retry.py).
+    """
     status = getattr(exc, "status_code", None)
-    message = f"{type(exc).__name__}: {exc}"[:2000]
+    message = redact(f"{type(exc).__name__}: {exc}", secrets)[:MESSAGE_LIMIT]
     return LiteLLMProviderError(
         message, tuple(retry_log), status if isinstance(status, int) else None, type(exc).__name__
     )
+
+
+def _harness_fault(exc: Exception, secrets: frozenset[str] = frozenset()) -> LiteLLMHarnessFault:
+    fault = LiteLLMHarnessFault(redact(f"{type(exc).__name__}: {exc}", secrets)[:MESSAGE_LIMIT])
+    fault.add_note("original traceback (redacted):\n" + redact("".join(traceback.format_exception(exc)), secrets))
+    return fault
