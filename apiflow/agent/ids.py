@@ -6,11 +6,37 @@ import functools
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from apiflow import __version__
+from apiflow.agent.intake import NAME_CHARS, TURN_BOUNDS, USAGE_TOKENS
 from apiflow.agent.loop import TrialLimits
 from apiflow.agent.prompts import PROMPT_HASH
+from apiflow.tools.limits import TOOL_BOUNDS
+
+FIRST_INPUT_BOUNDS: Final[dict[str, int]] = {
+    "argument_chars": 262_144,
+    "argument_depth": 64,
+    "tool_result_chars": 1_048_576,
+    "workspace_entities": 5_000,
+    "workspace_chars": 16_777_216,
+    "parallel_calls": 64,
+    "text_chars": 262_144,
+    "transcript_chars": 16_777_216,
+    "name_chars": 256,
+    "usage_tokens": 100_000_000,
+}
+"""The bounds on model input as first introduced, written out (docs/design/031).
+
+They enter ``agent_version`` only once they differ from this set: trials run before the bounds
+existed keep their ids (no honest trial meets a bound, so their records are what they would be
+now), and any later change of a bound gives new ids, so a resume never mixes two bound sets.
+"""
+
+
+def input_bounds() -> dict[str, int]:
+    """Every bound on model input in force, by name (tools, loop, and the intake's repair thresholds)."""
+    return {**TOOL_BOUNDS, **TURN_BOUNDS, "name_chars": NAME_CHARS, "usage_tokens": USAGE_TOKENS}
 
 
 def _digest(*parts: Any) -> str:
@@ -29,8 +55,14 @@ def trial_seed(seed: int, task_id: str, epoch: int) -> int:
 
 @functools.cache
 def agent_version(limits: TrialLimits) -> str:
-    """Package version + hash of the prompts and limits: the agent configuration of a trial."""
-    limits_key = [limits.max_messages, limits.max_tool_calls, limits.max_tokens, limits.max_seconds]
+    """Package version + hash of the prompts and limits: the agent configuration of a trial.
+
+    The bounds on model input join the limits only when they differ from ``FIRST_INPUT_BOUNDS``.
+    """
+    limits_key: list[Any] = [limits.max_messages, limits.max_tool_calls, limits.max_tokens, limits.max_seconds]
+    bounds = input_bounds()
+    if bounds != FIRST_INPUT_BOUNDS:
+        limits_key.append(sorted(bounds.items()))
     return f"{__version__}+{_digest(PROMPT_HASH, limits_key)[:12]}"
 
 

@@ -4,9 +4,12 @@ Stop conditions (``Termination``):
 - the model replies without a tool call -> ``answered`` (visible text) or ``no_answer`` (empty);
 - a ``clarify``/``report_blocked`` call ran -> that name, plus one empty assistant turn as published;
 - a limit (messages, tool calls, tokens, wall time) -> ``limit`` with ``LoopOutcome.limit`` naming it;
+- the model's turns and tool results passed ``TRANSCRIPT_CHARS`` -> ``limit`` ``transcript_chars``;
 - the provider gave up -> ``provider_error``; a bug in the model client or the tools -> ``harness_error``.
 Neither of the last two is ever a model failure. The model's own mistakes (malformed arguments, bad
-refs) go back to it as tool errors and are counted.
+refs) go back to it as tool errors and are counted. Every turn passes ``TurnIntake`` first, so
+nothing the model sends can raise out of the loop or leave an unwritable record; the bounds it
+hits and the repairs made are in ``LoopOutcome.input`` (docs/design/031-untrusted-model-input.md).
 """
 
 from __future__ import annotations
@@ -17,11 +20,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from apiflow.agent.intake import TRANSCRIPT_CHARS, TURN_TOOL_CALLS, CheckedTurn, InputLog, TurnIntake
 from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError, ToolCall, Usage
 from apiflow.results.record import Termination
 from apiflow.tools import ToolResult
 
-LimitName = Literal["messages", "tool_calls", "tokens", "time"]
+LimitName = Literal["messages", "tool_calls", "tokens", "time", "transcript_chars"]
+
+_MESSAGE_OVERHEAD = 64  # characters charged per message beyond its strings (keys, ids, punctuation)
+_EXCESS_CALL = ToolResult.failed(
+    "unknown",
+    f"Not run: this turn has more than {TURN_TOOL_CALLS} tool calls (limit parallel_calls = "
+    f"{TURN_TOOL_CALLS}); send at most {TURN_TOOL_CALLS} per turn.",
+    limit="parallel_calls",
+)
 
 _ABSTAIN_TOOLS = {"clarify": Termination.CLARIFY, "report_blocked": Termination.REPORT_BLOCKED}
 
@@ -65,6 +77,7 @@ class LoopOutcome:
     provider_cost_usd: float | None = None
     retries: list[dict[str, Any]] = field(default_factory=list)
     harness_error: str | None = None
+    input: InputLog = field(default_factory=InputLog)
 
 
 def assistant_message(output: ModelOutput) -> dict[str, Any]:
@@ -116,10 +129,17 @@ class _Loop:
         self.messages, self.limits, self.config = messages, limits, config
         self.out = LoopOutcome()
         self.deadline = None if limits.max_seconds is None else time.monotonic() + limits.max_seconds
+        self.intake = TurnIntake(self.out.input)
+        self.transcript_chars = 0
 
     def _stop_limit(self, name: LimitName) -> bool:
         self.out.termination, self.out.limit = Termination.LIMIT, name
+        if name == "transcript_chars":
+            self.out.input.hit(name)
         return True
+
+    def _over_transcript(self) -> bool:
+        return self.transcript_chars > TRANSCRIPT_CHARS
 
     def _over_messages(self) -> bool:
         cap = self.limits.max_messages
@@ -141,21 +161,32 @@ class _Loop:
         u = self.out.usage
         return cap is not None and u.input + u.output + u.cache_read >= cap
 
-    def _run_calls(self, calls: tuple[ToolCall, ...]) -> bool:
+    def _run_calls(self, turn: CheckedTurn) -> bool:
         """Run one turn's calls in order; True when the trial must stop."""
         cap = self.limits.max_tool_calls
-        for call in calls:
+        for index, call in enumerate(turn.output.tool_calls):
             if cap is not None and self.out.tool_calls >= cap:
                 return self._stop_limit("tool_calls")
             if self._over_messages():
                 return self._stop_limit("messages")
             if self._over_time():
                 return self._stop_limit("time")
-            result = self.tools.call(call.name, call.arguments)
-            self.out.tool_calls += 1
+            if self._over_transcript():
+                return self._stop_limit("transcript_chars")
+            if index < turn.runnable:
+                result = self.tools.call(call.name, turn.run_arguments[index])
+                self.out.tool_calls += 1
+                self.out.parse_errors += bool(result.parse_error)
+            else:
+                result = _EXCESS_CALL
             self.out.tool_errors += result.error is not None
-            self.out.parse_errors += bool(result.parse_error)
+            limit = getattr(result, "limit", None)
+            if limit is not None:
+                self.out.input.hit(limit)
             self.messages.append(tool_message(call, result))
+            self.transcript_chars += _MESSAGE_OVERHEAD + len(result.content)
+            if result.error is not None:
+                self.transcript_chars += len(result.error["message"])
             if result.terminated is not None:
                 # Published shape: the abstention's tool result, then one empty assistant turn.
                 self.out.termination = _ABSTAIN_TOOLS[result.terminated]
@@ -168,17 +199,23 @@ class _Loop:
             if self._over_messages():
                 self._stop_limit("messages")
                 break
-            output = await self.model.generate(self.messages, self.schemas, self.config)
+            raw = await self.model.generate(self.messages, self.schemas, self.config)
+            turn = self.intake.check(raw, TRANSCRIPT_CHARS - self.transcript_chars)
+            output = turn.output
             self._account(output)
             self.messages.append(assistant_message(output))
-            if not output.tool_calls:
+            self.transcript_chars += turn.chars
+            if not output.tool_calls and not turn.dropped:
                 answered = bool(output.text.strip())
                 self.out.termination = Termination.ANSWERED if answered else Termination.NO_ANSWER
                 break
             if self._over_tokens():
                 self._stop_limit("tokens")
                 break
-            if self._run_calls(output.tool_calls):
+            if self._over_transcript():
+                self._stop_limit("transcript_chars")
+                break
+            if self._run_calls(turn):
                 break
         return self.out
 

@@ -13,8 +13,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from apiflow.agent.intake import TURN_BOUNDS
 from apiflow.agent.ids import agent_version, derived_seed, trial_id_for
+from apiflow.agent.intake import TURN_BOUNDS
 from apiflow.agent.loop import LoopOutcome, TrialLimits, harness_error_text, run_loop
 from apiflow.agent.prompts import initial_messages
 from apiflow.bank.task import Task

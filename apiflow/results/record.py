@@ -11,7 +11,7 @@ import json
 from enum import StrEnum
 from typing import Any, Final, Literal, NewType
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 SCHEMA_VERSION: Final = "1.0"
 BENCH_NAME = "apiflow"
@@ -68,8 +68,25 @@ class Provenance(BaseModel):
     created: str
 
 
+class LimitHit(BaseModel):
+    """One bound on model input that a trial hit: its name, its value, how often."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: str
+    value: int
+    hits: int
+
+
+_OMITTED_WHEN_EMPTY = ("limits_hit", "input_repairs")
+
+
 class ApiflowBlock(BaseModel):
-    """Our own fields: identity, reproducibility and harness accounting."""
+    """Our own fields: identity, reproducibility and harness accounting.
+
+    ``limits_hit`` and ``input_repairs`` (docs/design/031-untrusted-model-input.md) are written
+    only when not empty, so the record of a trial that met no bound keeps its exact bytes.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -91,6 +108,16 @@ class ApiflowBlock(BaseModel):
     grader: str | None = None
     agent_version: str = ""
     tool_schema_hash: str = ""
+    limits_hit: list[LimitHit] = Field(default_factory=list)
+    input_repairs: dict[str, int] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _omit_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in _OMITTED_WHEN_EMPTY:
+            if not data.get(key):
+                data.pop(key, None)
+        return data
 
 
 class TrialRecord(BaseModel):

@@ -1,0 +1,282 @@
+"""A model's turn is untrusted input: check and repair it before the loop records or runs it.
+
+Whatever a model (or an adapter passing provider data through) puts in a ``ModelOutput`` must end
+as a *model* outcome, never as a harness error, and must leave a record that can be written: a
+text that is not a string, a tool name that is a number, an id that repeats, arguments that are
+a list or hold NaN, lone surrogates, negative or absurd token counts, thousands of parallel calls.
+``TurnIntake.check`` turns one raw turn into a clean one and says what it did: *bounds* hit
+(``TURN_BOUNDS``, named in the record's ``apiflow.limits_hit``) and *repairs* made (counted in
+``apiflow.input_repairs``). A clean turn is passed through unchanged, so an honest trial's record
+keeps its bytes. docs/design/031-untrusted-model-input.md has the why of every value.
+
+A ``ModelOutput`` is required: a client returning anything else is a bug in our adapter, and
+stays a harness error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from apiflow.models.base import ModelOutput, ToolCall, Usage
+from apiflow.tools.limits import ARGUMENT_CHARS, LimitError, NotJson, preview, scan, writable_text
+
+TURN_TOOL_CALLS: Final = 64
+"""Most tool calls of one turn that run (``parallel_calls``).
+
+Models emit a handful in parallel (the published transcripts never show more than ~20); calls
+past the 64th are recorded (arguments as a short preview) and each answered with a tool error
+naming this bound, so the transcript stays valid for the provider and the model can go on.
+"""
+
+TEXT_CHARS: Final = 262_144
+"""Most characters kept of one turn's text, and of its reasoning (``text_chars``).
+
+A final answer with its card is a few hundred characters; the rest is cut (with a note saying
+so) so that one turn cannot fill the record or make grading scan megabytes.
+"""
+
+TRANSCRIPT_CHARS: Final = 16_777_216
+"""Most characters of model-caused transcript (turns and tool results) in one trial.
+
+Ends the trial as ``limit`` with ``apiflow.limit = "transcript_chars"``. Always on, whatever the
+configurable ``TrialLimits`` say (they may all be off), so a record can never grow without end:
+the longest oracle transcript of ``bank/v1`` is measured in the design note, far below this.
+"""
+
+NAME_CHARS: Final = 256
+"""Longest tool name or tool-call id kept (a longer one is cut or replaced: a repair)."""
+
+USAGE_TOKENS: Final = 100_000_000
+"""Largest token count accepted for one kind in one call; more, negative or non-integer is repaired.
+
+Far above any context window, so it only ever catches garbage, which would otherwise poison
+token limits, cost and every token statistic.
+"""
+
+TURN_BOUNDS: Final[dict[str, int]] = {
+    "parallel_calls": TURN_TOOL_CALLS,
+    "text_chars": TEXT_CHARS,
+    "transcript_chars": TRANSCRIPT_CHARS,
+}
+"""Every bound the loop enforces on a turn, by the name the record uses."""
+
+_EXCESS_PREVIEW = 200
+_CUT_NOTE = "\n[apiflow: cut at {limit:,} characters (limit text_chars)]"
+
+
+@dataclass(slots=True)
+class InputLog:
+    """What the intake and the tools did about model input over one trial (ordered by first time)."""
+
+    limits: dict[str, int] = field(default_factory=dict)
+    repairs: dict[str, int] = field(default_factory=dict)
+
+    def hit(self, name: str) -> None:
+        """Count one hit of the bound ``name``."""
+        self.limits[name] = self.limits.get(name, 0) + 1
+
+    def repair(self, name: str, count: int = 1) -> None:
+        """Count ``count`` repairs of kind ``name``."""
+        if count:
+            self.repairs[name] = self.repairs.get(name, 0) + count
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedTurn:
+    """One turn after intake.
+
+    Attributes:
+        output: The turn as recorded: strings, bounded, writable.
+        run_arguments: For each call, what the toolbox gets: the repaired arguments, or what the
+            model sent when a bound or JSON refuses it (the toolbox then words the tool error).
+        runnable: How many calls run; the rest are refused by ``parallel_calls``.
+        chars: The recorded turn's size, charged to ``TRANSCRIPT_CHARS``.
+        dropped: Calls not even recorded because the turn alone outgrew the transcript bound.
+    """
+
+    output: ModelOutput
+    run_arguments: tuple[Any, ...]
+    runnable: int
+    chars: int
+    dropped: int = 0
+
+
+class TurnIntake:
+    """Checks the turns of one trial (call ids must be unique over the whole trial)."""
+
+    def __init__(self, log: InputLog) -> None:
+        self.log = log
+        self._ids: set[str] = set()
+        self._turn = 0
+
+    def check(self, raw: Any, budget: int) -> CheckedTurn:
+        """Check one turn; ``budget`` is what is left of ``TRANSCRIPT_CHARS``.
+
+        Raises:
+            TypeError: ``raw`` is not a ``ModelOutput`` (a bug in the model client).
+        """
+        if not isinstance(raw, ModelOutput):
+            raise TypeError(f"model client returned {type(raw).__name__}, not a ModelOutput")
+        self._turn += 1
+        text = self._text(raw.text, "text") or ""
+        reasoning = self._text(raw.reasoning, "reasoning")
+        chars = 64 + len(text) + len(reasoning or "")
+        raw_calls = raw.tool_calls
+        if not isinstance(raw_calls, tuple | list):
+            self.log.repair("tool_calls")
+            raw_calls = ()
+        if len(raw_calls) > TURN_TOOL_CALLS:
+            self.log.hit("parallel_calls")
+        calls: list[ToolCall] = []
+        run_arguments: list[Any] = []
+        for index, item in enumerate(raw_calls):
+            if chars > budget:  # the turn alone is over the transcript: keep no more of it
+                break
+            call, run, size = self._call(item, index, excess=index >= TURN_TOOL_CALLS)
+            calls.append(call)
+            run_arguments.append(run)
+            chars += size
+        output = raw
+        if (
+            text is not raw.text
+            or reasoning is not raw.reasoning
+            or raw_calls is not raw.tool_calls
+            or len(calls) != len(raw_calls)
+            or any(a is not b for a, b in zip(calls, raw_calls, strict=False))
+        ):
+            output = ModelOutput(text, reasoning, tuple(calls), raw.usage, raw.provider_cost_usd, raw.retries)
+        output = self._accounting(output)
+        runnable = min(len(calls), TURN_TOOL_CALLS)
+        return CheckedTurn(output, tuple(run_arguments), runnable, chars, len(raw_calls) - len(calls))
+
+    # -- text ------------------------------------------------------------------------------------
+
+    def _text(self, value: Any, kind: str) -> str | None:
+        if value is None:
+            if kind == "text":
+                self.log.repair("text_type")
+            return None
+        if not isinstance(value, str):
+            self.log.repair(f"{kind}_type")
+            return "" if kind == "text" else None
+        fixed = writable_text(value)
+        if fixed is not value:
+            self.log.repair("unicode")
+        if len(fixed) > TEXT_CHARS:
+            self.log.hit("text_chars")
+            fixed = fixed[:TEXT_CHARS] + _CUT_NOTE.format(limit=TEXT_CHARS)
+        return fixed
+
+    # -- calls -----------------------------------------------------------------------------------
+
+    def _call(self, item: Any, index: int, *, excess: bool) -> tuple[ToolCall, Any, int]:
+        """The recorded call, what the toolbox gets, and the recorded size."""
+        if not isinstance(item, ToolCall):
+            self.log.repair("tool_call_type")
+            item = ToolCall(None, f"<{type(item).__name__}>", "")  # type: ignore[arg-type]
+        call_id = self._id(item.id, index)
+        name = self._name(item.name)
+        if excess:
+            shown = preview(item.arguments, _EXCESS_PREVIEW)
+            return ToolCall(call_id, name, shown), shown, len(call_id) + len(name) + len(shown)
+        recorded, run, size = self._arguments(item.arguments)
+        if call_id is item.id and name is item.name and recorded is item.arguments:
+            return item, run, len(call_id) + len(name) + size
+        return ToolCall(call_id, name, recorded), run, len(call_id) + len(name) + size
+
+    def _id(self, value: Any, index: int) -> str:
+        fixed = writable_text(value) if isinstance(value, str) else None
+        if fixed is None or not fixed or len(fixed) > NAME_CHARS or fixed in self._ids:
+            self.log.repair("tool_call_id")
+            fixed = f"apiflow-{self._turn:03d}-{index}"
+            while fixed in self._ids:
+                fixed += "x"
+        elif fixed is not value:
+            self.log.repair("unicode")
+        self._ids.add(fixed)
+        return fixed
+
+    def _name(self, value: Any) -> str:
+        if isinstance(value, str) and len(value) <= NAME_CHARS:
+            fixed = writable_text(value)
+            if fixed is not value:
+                self.log.repair("unicode")
+            return fixed
+        self.log.repair("tool_name")
+        return preview(value, NAME_CHARS)
+
+    def _arguments(self, value: Any) -> tuple[Any, Any, int]:
+        """``(recorded, run, size)`` for a call that runs."""
+        if isinstance(value, str):
+            if len(value) > ARGUMENT_CHARS:  # the toolbox refuses it by name; the record keeps a preview
+                return preview(value), value, _PREVIEW_SIZE
+            fixed = writable_text(value)
+            if fixed is not value:
+                self.log.repair("unicode")
+            return fixed, fixed, len(fixed)
+        if value is None:
+            return {}, {}, 2
+        if not isinstance(value, dict):
+            self.log.repair("arguments_type")
+            shown = preview(value)
+            return shown, shown, len(shown)
+        try:
+            checked = scan(value)
+        except (LimitError, NotJson):
+            return preview(value), value, _PREVIEW_SIZE
+        self.log.repair("unicode", checked.repaired)
+        return checked.value, checked.value, checked.chars
+
+    # -- usage, cost, retries --------------------------------------------------------------------
+
+    def _accounting(self, output: ModelOutput) -> ModelOutput:
+        usage = _clean_usage(output.usage)
+        cost = output.provider_cost_usd
+        if cost is not None and (
+            isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0
+        ):
+            cost = None
+        retries = output.retries
+        if not isinstance(retries, tuple | list) or not all(_json_dict(r) for r in retries):
+            retries = tuple(r for r in retries if _json_dict(r)) if isinstance(retries, tuple | list) else ()
+        if usage is output.usage and cost is output.provider_cost_usd and retries is output.retries:
+            return output
+        self.log.repair("usage", usage is not output.usage)
+        self.log.repair("provider_cost", cost is not output.provider_cost_usd)
+        self.log.repair("retries", retries is not output.retries)
+        return ModelOutput(output.text, output.reasoning, output.tool_calls, usage, cost, tuple(retries))
+
+
+_PREVIEW_SIZE = 2_001
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, float):
+        value = int(value) if math.isfinite(value) else 0
+    if not isinstance(value, int):
+        return 0
+    return min(max(value, 0), USAGE_TOKENS)
+
+
+def _clean_usage(usage: Any) -> Usage:
+    if not isinstance(usage, Usage):
+        return Usage()
+    parts = (usage.input, usage.output, usage.cache_read, usage.cache_write, usage.reasoning)
+    counts = tuple(_count(p) for p in parts)
+    if all(type(p) is int and p == c for p, c in zip(parts, counts, strict=True)):
+        return usage
+    return Usage(*counts)
+
+
+def _json_dict(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    try:
+        checked = scan(value)
+    except (LimitError, NotJson):
+        return False
+    return checked.repaired == 0
