@@ -147,7 +147,7 @@ def parse_arguments(raw: str | None) -> dict[str, Any] | str:
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the recursion limit: raw text, bounded by the toolbox
         return raw
     return value if isinstance(value, dict) else raw
 
