@@ -98,6 +98,16 @@ def secrets_in(params: Any, *, under_secret: bool = False) -> set[str]:
     return found
 
 
+def credential_keys(params: Any, path: str = "") -> list[str]:
+    """Dotted paths of the credential-named keys inside a (nested) mapping, whatever their values."""
+    found: list[str] = []
+    if isinstance(params, Mapping):
+        for key, value in params.items():
+            where = f"{path}.{key}" if path else str(key)
+            found += [where] if is_secret_name(str(key)) else credential_keys(value, where)
+    return found
+
+
 def _base64_cores(value: bytes) -> set[str]:
     """Substrings every base64 encoding of ``value`` contains, whatever bytes surround it.
 

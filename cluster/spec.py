@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from apiflow.errors import UsageError
 from apiflow.models.registry import check_model_name, is_offline, model_slug
+from apiflow.redact import credential_keys
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 
@@ -52,6 +53,9 @@ class GridModel(BaseModel):
             check_model_name(self.model)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
+        credentials = credential_keys(self.extra)
+        if credentials:  # ``extra`` is recorded in the manifest and hashed into trial ids
+            raise ValueError(f"extra.{credentials[0]} looks like a credential: put it in params (never recorded)")
         if not self.slug:
             object.__setattr__(self, "slug", model_slug(self.model))
         if not self.provider and not is_offline(self.model):

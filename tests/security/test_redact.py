@@ -136,3 +136,16 @@ def test_litellm_log_records_are_redacted(keyed_env, caplog):
         except RuntimeError:
             logging.getLogger("LiteLLM").exception("call failed")
     assert KEY not in caplog.text and PLAIN not in caplog.text and REDACTED in caplog.text
+
+
+def test_a_credential_in_a_grid_models_extra_is_refused_in_one_line(tmp_path, capsys):
+    """``extra`` is recorded in the manifest and hashed into trial ids; credentials belong in ``params``."""
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        "models:\n  - model: apiflow/oracle\n    extra: {reasoning_effort: low, extra_headers: {x-api-key: abc}}\n"
+    )
+    from apiflow.cli import main
+
+    assert main(["grid", "run", str(grid), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "extra.extra_headers.x-api-key looks like a credential" in err
