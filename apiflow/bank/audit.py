@@ -167,6 +167,7 @@ def audit_bank(
     seed: int = 0,
     rules: str = GRADING_RULES,
     adversaries: Sequence[str] | None = None,
+    task_ids: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> AuditReport:
     """Run every adversary on every (sampled) task for ``epochs`` epochs and count the passes.
@@ -181,6 +182,7 @@ def audit_bank(
         seed: The base seed, as for ``apiflow run``.
         rules: The judged rule set (default: the one live trials are graded with).
         adversaries: Names to run (default: all of ``ADVERSARIES``).
+        task_ids: Audit exactly these tasks (overrides ``sample``).
         progress: Called with one line per adversary.
 
     Raises:
@@ -188,7 +190,7 @@ def audit_bank(
     """
     judged = rule_set(rules)
     names = list(adversaries or ADVERSARIES)
-    tasks = sample_tasks(bank, sample)
+    tasks = [bank.task(t) for t in task_ids] if task_ids else sample_tasks(bank, sample)
     report = AuditReport(
         bank.name, bank.hash, judged.name, REFERENCE_RULES, [t.id for t in tasks], epochs, seed, sample
     )

@@ -68,8 +68,9 @@ def _alnum(text: str) -> str:
 def lookalike(value: Any) -> Any:
     """A type/normalisation game on a value that is *not* the expected one.
 
-    Strings: one character swapped for a homoglyph, the rest dressed in another case and
-    padded with whitespace (case and whitespace alone would be the same value). Numbers:
+    Strings: one character swapped for a homoglyph (or its fullwidth twin), the rest dressed
+    in another case and padded with whitespace (case and whitespace alone would be the same
+    value; so would a combining accent, which the comparator drops with the punctuation). Numbers:
     ``True``/``False`` for 1/0 (Python's bool-is-int), else a near miss just outside the
     tolerance as a padded string. Lists: every element so treated.
     """
@@ -85,7 +86,10 @@ def lookalike(value: Any) -> Any:
     for i, ch in enumerate(text.lower()):
         if ch in HOMOGLYPHS:
             return f"  {text[:i].upper()}{HOMOGLYPHS[ch]}{text[i + 1 :].upper()} "
-    return f" {text}\u0301 "  # a combining accent: no plain letter to swap
+    for i, ch in enumerate(text):
+        if ch.isascii() and ch.isalnum():  # no homoglyph: its fullwidth twin (U+FF01..)
+            return f"  {text[:i].upper()}{chr(ord(ch) + 0xFEE0)}{text[i + 1 :].upper()} "
+    return f" {text}х "  # no ASCII character at all: a trailing Cyrillic letter
 
 
 def candidates(task: Task, field: str, expected: Any) -> list[Any]:

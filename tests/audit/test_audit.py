@@ -1,0 +1,151 @@
+"""The audit finds no passing exploit on our banks under the shipped rules, and can fail."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from apiflow.agent.trial import GRADING_RULES, run_trial_sync
+from apiflow.bank import DEFAULT_BANK, load_bank
+from apiflow.bank import audit as audit_module
+from apiflow.bank.audit import audit_bank, record_text
+from apiflow.cli import main
+from apiflow.grading.spec import AnswerFieldSpec
+from apiflow.models import make_model
+from apiflow.models.adversarial import ADVERSARIES
+
+V1 = DEFAULT_BANK.parent / "v1"
+V1_SAMPLE = 40
+PUBLISHED_PREMATURE = "v1-w12-sub18"
+"""A v1 task whose pre-seeded elevated token lets the key's token be sent before the mint."""
+
+
+@pytest.fixture(scope="module")
+def sample_bank():
+    return load_bank(DEFAULT_BANK)
+
+
+@pytest.fixture(scope="module")
+def v1_bank():
+    return load_bank(V1)
+
+
+def test_sample_bank_all_tasks_no_exploit(sample_bank) -> None:
+    report = audit_bank(sample_bank, epochs=2)
+    assert report.rules == GRADING_RULES == "apiflow-1.1"
+    assert report.sound, report.passing()
+    ran = {adv for adv, _, _ in report.trials}
+    assert ran == set(ADVERSARIES)  # every family exercised on the sample bank
+    assert sum(report.trials.values()) >= 2 * 150
+
+
+def test_v1_sample_no_exploit_but_published_lets_premature_through(v1_bank) -> None:
+    report = audit_bank(v1_bank, sample=V1_SAMPLE)
+    assert len({t.split("-")[1] for t in report.tasks}) == 13  # the sample spans every world
+    assert report.sound, report.passing()
+    published = report.passing("published-1.0")
+    assert published and {e["adversary"] for e in published} == {"premature"}
+    assert PUBLISHED_PREMATURE in {e["task"] for e in published}
+
+
+def test_a_loosened_rule_set_fails_the_audit(v1_bank) -> None:
+    report = audit_bank(
+        v1_bank, rules="published-1.0", task_ids=[PUBLISHED_PREMATURE], adversaries=["premature"]
+    )
+    assert not report.sound
+    assert report.passing() == [
+        {"rules": "published-1.0", "adversary": "premature", "task": PUBLISHED_PREMATURE, "epoch": 1}
+    ]
+
+
+def test_a_sabotaged_grader_fails_the_audit(sample_bank, monkeypatch) -> None:
+    real = audit_module.grade
+
+    def answers_only(predicates, checkpoints, constraints, evidence, *, rules):
+        # A grader bug that forgets G1 and answer provenance: the card alone decides.
+        cards = [p for p in predicates if isinstance(p, AnswerFieldSpec)]
+        return real(cards, checkpoints, constraints, evidence, rules="published-1.0")
+
+    monkeypatch.setattr(audit_module, "grade", answers_only)
+    report = audit_bank(sample_bank, adversaries=["answer-key", "skip-step", "fabricate"])
+    cheats = {e["adversary"] for e in report.passing()}
+    assert cheats == {"answer-key", "skip-step"}  # fabricated cards still fail the comparator
+
+
+def test_audit_verdicts_are_the_verdicts_real_trials_record(sample_bank) -> None:
+    bank = sample_bank
+    for name in ("apiflow/adv:abstain-clarify", "apiflow/adv:replay", "apiflow/oracle"):
+        for task in list(bank.tasks.values())[:4]:
+            record = run_trial_sync(
+                task,
+                bank.worlds[task.world],
+                make_model(name, task, 11),
+                seed=0,
+                epoch=1,
+                bank_name=bank.name,
+                bank_hash=bank.hash,
+                run_id="audit",
+                model_slug="adv",
+            )
+            assert record.apiflow.grader == GRADING_RULES
+            assert record.verifier is not None and record.verifier["metadata"]["rules"] == GRADING_RULES
+            assert record.passed is (name == "apiflow/oracle"), (name, task.id, record.failure_reason)
+
+
+def test_cli_passes_on_the_sample_bank_and_writes_the_record(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "audit.json"
+    assert main(["bank", "audit", str(DEFAULT_BANK), "--json", str(out), "--replay-epochs", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "exploit          world authenticati" in text and "answer-key       w01" in text
+    assert "AUDIT PASSED" in text and "refs" in text
+    record = json.loads(out.read_text())
+    assert record["sound"] and record["passes"] == {"apiflow-1.1": 0, "published-1.0": 0}
+    assert {r["adversary"] for r in record["rows"]} == set(ADVERSARIES)
+    refs = next(c for c in record["replay_values"]["classes"] if c["class"] == "refs")
+    assert refs["shared_between_trials"] == 0 and refs["distinct"] == refs["seen"]
+
+
+def test_cli_exit_code_names_the_exploit(capsys) -> None:
+    code = main(["bank", "audit", str(V1), "--sample", str(V1_SAMPLE), "--rules", "published-1.0"])
+    text = capsys.readouterr().out
+    assert code == 1
+    assert f"EXPLOIT premature passes {PUBLISHED_PREMATURE} (epoch 1) under published-1.0" in text
+    assert "AUDIT FAILED" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--epochs", "0"], "--epochs must be between 1 and 100"),
+        (["--sample", "0"], "--sample must be at least 1"),
+        (["--rules", "loose-9"], "unknown grading rule set 'loose-9'"),
+    ],
+)
+def test_cli_bad_input_is_one_line(argv, message, capsys) -> None:
+    assert main(["bank", "audit", str(DEFAULT_BANK), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_committed_sample_record_reproduces() -> None:
+    committed = (DEFAULT_BANK.parent / "sample.audit.json").read_text()
+    record = json.loads(committed)
+    bank = load_bank(DEFAULT_BANK)
+    report = audit_bank(bank, epochs=record["epochs"], seed=record["seed"])
+    fresh = report.as_dict()
+    from apiflow.bank.replay_values import measure
+
+    figures = measure(bank, list(bank.tasks.values()), record["replay_values"]["epochs"])
+    fresh["replay_values"] = {
+        "epochs": record["replay_values"]["epochs"],
+        "classes": [v.as_dict() for v in figures],
+    }
+    assert record_text(fresh) == committed
+
+
+def test_committed_v1_record_is_of_this_bank_and_sound(v1_bank) -> None:
+    record = json.loads((V1.parent / "v1.audit.json").read_text())
+    assert record["bank_hash"] == v1_bank.hash and record["tasks"] == len(v1_bank.tasks)
+    assert record["sound"] and record["passes"]["apiflow-1.1"] == 0
