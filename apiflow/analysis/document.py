@@ -55,6 +55,7 @@ def leaderboard_table(s: dict) -> Table:
         "head_clean": _model_rates(s["headline"]["clean"]) if k else {},
     }
     cost = {r["model"]: r for r in s["cost"]["models"]}
+    outcomes = s.get("outcomes", {}).get("models", {})
     order = sorted(slices["all"], key=lambda m: -(slices["all"][m]["rate"] or 0))
     header = ["#", "model", "pass rate [90% CI]", "solo", "chains", "chains clean"]
     if k:
@@ -69,9 +70,45 @@ def leaderboard_table(s: dict) -> Table:
         reach = s["reach"]["models"].get(model, {})
         row += [pct(reach.get("best_of", {}).get("value")), pct(reach.get("all_of", {}).get("value"))]
         usd = cost.get(model, {}).get("mean_usd_per_trial")
-        row += ["—" if usd is None else f"{usd:.4f}", str(slices["all"][model]["unscored"])]
+        row += ["—" if usd is None else f"{usd:.4f}", unscored_cell(outcomes.get(model), slices["all"][model]["unscored"])]
         rows.append(row)
     return Table(header, rows)
+
+
+FLAG = "⚑"
+"""Marks a model with more than the flag share of its trials unscored (leaderboard and outcomes table)."""
+
+
+def unscored_cell(entry: dict | None, fallback: int) -> str:
+    """``3 (2.5%) ⚑``: a model's unscored trials, their share of its trials, the flag."""
+    if entry is None:
+        return str(fallback)
+    if not entry["unscored"]:
+        return "0"
+    flag = f" {FLAG}" if entry["flagged"] else ""
+    return f"{entry['unscored']} ({pct(entry['unscored_share'])}){flag}"
+
+
+def flag_paragraph(s: dict) -> str:
+    """One sentence naming the flagged models (or saying there are none)."""
+    outcomes = s.get("outcomes")
+    if not outcomes:
+        return ""
+    limit = pct(outcomes["flag_share"], 0)
+    flagged = outcomes["flagged"]
+    if not flagged:
+        return f"No model has more than {limit} of its trials unscored."
+    named = ", ".join(
+        f"{m} ({outcomes['models'][m]['unscored']} of {outcomes['models'][m]['trials']}, "
+        f"{pct(outcomes['models'][m]['unscored_share'])})"
+        for m in flagged
+    )
+    return (
+        f"{FLAG} More than {limit} of its trials unscored: {named}. Unscored trials are harness/provider "
+        "outcomes or trials without a verdict; they never pass and are out of the denominators unless "
+        "--count-unscored, so a flagged model's rates rest on fewer trials than it ran and may be biased "
+        "if those trials did not fail at random (see Harness and provider outcomes)."
+    )
 
 
 def headline_paragraphs(s: dict) -> list[str]:
@@ -87,6 +124,9 @@ def headline_paragraphs(s: dict) -> list[str]:
         f"{pct_ci(rates['chains']['clean'])} clean. Intervals: 90% world cluster bootstrap, "
         f"B = {meta['bootstrap']['resamples']:,}, seed {meta['bootstrap']['seed']}, {len(meta['worlds'])} worlds.",
     ]
+    flag = flag_paragraph(s)
+    if flag:
+        out.insert(1, flag)
     if len(meta["worlds"]) < 5:
         out.append(
             f"Only {len(meta['worlds'])} world(s): a world cluster bootstrap cannot measure world-to-world "

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from apiflow.analysis.document import Section, Table, headline_paragraphs, leaderboard_table, pct, pct_ci
+from apiflow.analysis.document import (
+    FLAG,
+    Section,
+    Table,
+    flag_paragraph,
+    headline_paragraphs,
+    leaderboard_table,
+    pct,
+    pct_ci,
+)
 
 
 def _f(x: float | None, fmt: str = "{:.1f}") -> str:
@@ -214,6 +223,36 @@ def variation_section(s: dict) -> Section:
     )
 
 
+def _counted(entry: dict) -> str:
+    return f"{entry['count']} ({pct(entry['share'])})" if entry["count"] else "0"
+
+
+def outcomes_section(s: dict) -> Section:
+    """Harness/provider outcomes per model: by termination and by kind, share of the model's trials."""
+    o = s["outcomes"]
+    rows = []
+    for model, e in sorted(o["models"].items(), key=lambda kv: (-kv[1]["unscored_share"], kv[0])):
+        kinds = ", ".join(f"{kind} {_counted(c)}" for kind, c in e["by_kind"].items()) or "—"
+        rows.append(
+            [model, str(e["trials"]), _counted({"count": e["unscored"], "share": e["unscored_share"]})]
+            + [_counted(e["by_termination"][t]) for t in ("provider_error", "harness_error", "no_verdict")]
+            + [kinds, FLAG if e["flagged"] else ""]
+        )
+    header = ["model", "trials", "unscored", "provider_error", "harness_error", "no verdict", "by kind", "flag"]
+    convention = (
+        "kept in every denominator as failures (--count-unscored)"
+        if o["convention"] == "count_unscored"
+        else "left out of every denominator (pass --count-unscored to count them as failures)"
+    )
+    text = [
+        "Trials that say nothing about the model: the provider gave up after the retries (provider_error), the "
+        "harness failed (harness_error), or a published trial has no verdict. They never pass; here they are "
+        f"{convention}. Shares are of each model's trials; kinds are the fault classes recorded on the trials.",
+        flag_paragraph(s),
+    ]
+    return Section("Harness and provider outcomes", text, [Table(header, rows)])
+
+
 def build_sections(s: dict) -> list[Section]:
     """Every section of the report, in order."""
     k = s["headline"]["length"]
@@ -231,7 +270,7 @@ def build_sections(s: dict) -> list[Section]:
             for key, v in s["pass_rates"]["by_length"].items()
         ],
     )
-    sections = [board]
+    sections = [board, outcomes_section(s)] if "outcomes" in s else [board]
     if k:
         sections.append(Section("Pass rate by chain length", [], [by_length]))
         sections += [null_section(s), screen_section(s)]

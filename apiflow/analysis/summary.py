@@ -11,6 +11,7 @@ from apiflow.analysis.bootstrap import WorldResamples, ci, interval, resample_wo
 from apiflow.analysis.cost import mean_cost_by_model, pareto_frontier, trial_costs
 from apiflow.analysis.failures import composition, failure_classes
 from apiflow.analysis.null_model import null_model, world_sums
+from apiflow.analysis.outcomes import outcome_table
 from apiflow.analysis.screen import screen_cells
 from apiflow.analysis.slices import SliceStats, paired_differences, slice_stats
 from apiflow.analysis.trials import Trials
@@ -45,6 +46,7 @@ def summarize(trials: Trials, options: ReportOptions) -> dict:
     return {
         "summary_version": SUMMARY_VERSION,
         "meta": _meta(trials, options),
+        "outcomes": outcome_table(trials),
         "pass_rates": _pass_rates(trials, resamples, solo, clean, chain_lengths),
         "screen": screen.as_dict(),
         "headline": {

@@ -135,6 +135,7 @@ def trials_from_table(table: pa.Table, *, count_unscored: bool = False) -> Trial
     columns["panel"] = _strings(table, "panel")
     columns["model_api"] = _strings(table, "model_api")
     columns["termination"] = _strings(table, "termination")
+    columns["harness_error"] = _strings(table, "harness_error")
     return Trials(
         models=models,
         worlds=worlds,

@@ -107,3 +107,13 @@ def print_leaderboard(summary: dict, console: Console | None = None, limit: int 
         f"{meta['trials']:,} trials ({meta['counted_trials']:,} counted, {meta['unscored']['total']} unscored); "
         f"convention: {meta['convention']}"
     )
+    outcomes = summary.get("outcomes")
+    if outcomes and outcomes["flagged"]:
+        console.print(
+            f"⚑ more than {100 * outcomes['flag_share']:.0f}% of trials unscored: "
+            + ", ".join(
+                f"{m} {outcomes['models'][m]['unscored']}/{outcomes['models'][m]['trials']}"
+                f" ({100 * outcomes['models'][m]['unscored_share']:.1f}%)"
+                for m in outcomes["flagged"]
+            )
+        )
