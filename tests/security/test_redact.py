@@ -9,6 +9,8 @@ import logging
 from urllib.parse import quote
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from secretscan import needles
 
 from apiflow.agent.trial import run_trial_sync
@@ -149,3 +151,28 @@ def test_a_credential_in_a_grid_models_extra_is_refused_in_one_line(tmp_path, ca
     assert main(["grid", "run", str(grid), "--dry-run"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "extra.extra_headers.x-api-key looks like a credential" in err
+
+
+KEY_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(
+    key=st.text(KEY_CHARS, min_size=12, max_size=64),
+    before=st.binary(max_size=7),
+    after=st.binary(max_size=7),
+    words=st.text(max_size=20),
+)
+def test_any_env_key_is_gone_from_any_text_in_any_form(key, before, after, words):
+    """Property: an environment key leaves no plain, URL-encoded or base64 trace, at any alignment."""
+    texts = [
+        f"{words}{key}{words}",
+        f"x={quote(key, safe='')}&y",
+        base64.b64encode(before + key.encode() + after).decode(),
+        base64.urlsafe_b64encode(before + key.encode() + after).decode(),
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FUZZ_API_KEY", key)
+        for text in texts:
+            cleaned = redact(text).encode()
+            assert not any(needle in cleaned for needle in needles(key).values()), (text, cleaned)
