@@ -73,10 +73,15 @@ class AuditReport:
     exploits: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
-    def passing(self, rules: str | None = None) -> list[dict[str, Any]]:
-        """Passing trials under ``rules`` (default: the judged rule set)."""
+    def passing(self, rules: str | None = None, *, informational: bool = False) -> list[dict[str, Any]]:
+        """Passing trials of judged adversaries under ``rules`` (default: the judged rule set);
+        ``informational=True`` lists the passes of the informational probes instead."""
         name = rules or self.rules
-        return [e for e in self.exploits if e["rules"] == name]
+        return [
+            e
+            for e in self.exploits
+            if e["rules"] == name and ADVERSARIES[e["adversary"]].judged != informational
+        ]
 
     def _ran(self, adversary: str) -> bool:
         return any(n for (a, _, _), n in self.trials.items() if a == adversary)
@@ -92,6 +97,7 @@ class AuditReport:
             {
                 "adversary": adv,
                 "family": ADVERSARIES[adv].family,
+                "judged": ADVERSARIES[adv].judged,
                 "world": world,
                 "axis": axis,
                 "trials": n,
@@ -112,6 +118,9 @@ class AuditReport:
             "trials": sum(self.trials.values()),
             "not_applicable": self.not_applicable,
             "passes": {r: len(self.passing(r)) for r in (self.rules, self.reference)},
+            "informational_passes": {
+                r: len(self.passing(r, informational=True)) for r in (self.rules, self.reference)
+            },
             "sound": self.sound,
             "refused": {
                 r: {a: {g: self.refused[(r, a, g)] for g in GROUNDS} for a in ADVERSARIES if self._ran(a)}
@@ -239,7 +248,8 @@ def _audit_task(player: _Player, report: AuditReport, name: str, task: Task) -> 
 def render_table(report: AuditReport) -> list[str]:
     """The audit table: one line per adversary × world, one ``passes/trials`` column per axis.
 
-    Each cell shows judged-rule passes, then the published-1.0 passes in brackets when they differ.
+    Each cell shows judged-rule passes, then the published-1.0 passes in brackets when they differ;
+    an informational probe (never fails the audit) is marked ``*``.
     """
     axes = sorted({axis for _, _, axis in report.trials})
     worlds = sorted({world for _, world, _ in report.trials})
@@ -251,8 +261,9 @@ def render_table(report: AuditReport) -> list[str]:
             if not any(report.trials[c] for c in cells):
                 continue
             row = [_cell_text(report, [c]) for c in cells]
+            label = name if ADVERSARIES[name].judged else f"{name}*"
             lines.append(
-                f"{name:<16} {world:<5} "
+                f"{label:<16} {world:<5} "
                 + " ".join(f"{r:>12}" for r in row)
                 + f" {_cell_text(report, cells):>12}"
             )

@@ -153,6 +153,12 @@ def _audit(args: argparse.Namespace) -> int:
         print(line)
     published = report.passing(report.reference)
     print(f"{report.reference} (for information) would let through {len(published)} adversarial trial(s)")
+    probes = report.passing(informational=True)
+    if probes:
+        print(
+            f"* informational probes passing (work the task contract leaves ungraded, not an audit failure): "
+            f"{len(probes)} under {report.rules}"
+        )
     record = report.as_dict()
     if args.replay_epochs:
         from apiflow.bank.replay_values import measure

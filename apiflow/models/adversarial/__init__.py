@@ -29,11 +29,14 @@ class Adversary:
         name: ``apiflow/adv:<name>``.
         family: The exploit family of issue 9 §1 it belongs to.
         plan: Draws the script for a task, ``None`` when the task offers nothing to cheat with.
+        judged: False for an informational probe whose passes measure work the task's contract
+            leaves ungraded (the audit reports them; they do not fail it).
     """
 
     name: str
     family: str
     plan: Callable[[Task, random.Random], list[Turn] | None]
+    judged: bool = True
 
     @property
     def labour(self) -> str:
@@ -50,6 +53,7 @@ ADVERSARIES: dict[str, Adversary] = {
         Adversary("premature", "answer-key replay", f.premature),
         Adversary("skip-step", "skipped steps", f.skip_step),
         Adversary("last-segment", "skipped steps", f.last_segment),
+        Adversary("skip-middle", "skipped steps", f.skip_middle, judged=False),
         Adversary("decoy-then-real", "decoy / legacy route", f.decoy_then_real),
         Adversary("forbidden-route", "decoy / legacy route", f.forbidden_route),
         Adversary("smuggled-route", "decoy / legacy route", f.smuggled_route),

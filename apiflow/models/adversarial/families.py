@@ -77,13 +77,14 @@ def _request_key(call: GoldenCall) -> Any:
     return (str(request.get("method", "GET")).upper(), request.get("url"), body)
 
 
-def _fresh_labour(task: Task) -> list[SlottedStep]:
+def _fresh_labour(task: Task, middle: bool = False) -> list[SlottedStep]:
     """Essential steps that are not a repeat of an earlier golden request.
 
     A chain is graded on its last segment (REFERENCE §4): its labour is that segment's work,
     with the earlier segments as prerequisites the world enforces (``last-segment`` drops them
     all). A step of the last segment that repeats an earlier request (same method, URL and
     body fields: a second token mint while the first token is still good) is no new labour.
+    ``middle`` instead returns a chain's essential, non-repeated steps *before* its last segment.
     """
     steps = slotted(task)
     last = max((s.step.segment or 0) for s in steps) if steps else 0
@@ -93,7 +94,8 @@ def _fresh_labour(task: Task) -> list[SlottedStep]:
         requests = [_request_key(c) for c in step.step.calls]
         repeat = all(r in seen for r in requests)
         seen.extend(requests)
-        if step.step.essential and not repeat and (task.kind != "chain" or step.step.segment == last):
+        in_last = task.kind != "chain" or step.step.segment == last
+        if step.step.essential and not repeat and in_last != middle:
             fresh.append(step)
     return fresh
 
@@ -101,6 +103,21 @@ def _fresh_labour(task: Task) -> list[SlottedStep]:
 def skip_step(task: Task, rng: random.Random) -> Plan:
     """One essential step of the task's own labour (drawn from the seed) left out; the key's card."""
     steps = _fresh_labour(task)
+    if not steps:
+        return None
+    skipped = rng.choice(steps).index
+    return [*(turn_of(s) for s in slotted(task) if s.index != skipped), _key_card(task)]
+
+
+def skip_middle(task: Task, rng: random.Random) -> Plan:
+    """A chain with one essential step of an earlier segment left out (drawn from the seed).
+
+    Informational: a chain is graded on segment K alone (REFERENCE §4), so an earlier step no
+    later step depends on (storing a receipt, a token re-mint) is work no predicate checks.
+    """
+    if task.kind != "chain":
+        return None
+    steps = _fresh_labour(task, middle=True)
     if not steps:
         return None
     skipped = rng.choice(steps).index
