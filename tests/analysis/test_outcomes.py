@@ -83,7 +83,8 @@ def _grid(tmp_path):
                 slot = (epoch - 1) * 3 + t
                 verdict = "I" if (model == "flaky" and slot % 4 == 0) else "C"
                 data = our_record(model, task, epoch, "" if slot in faults else verdict,
-                                  "provider_error" if slot in faults else "answered")  # fmt: skip
+                                  "provider_error" if slot in faults else "answered",
+                                  cost=0.01 if model == "flaky" else 0.03)  # fmt: skip
                 data["apiflow"]["harness_error"] = faults.get(slot)
                 rows.append(record_to_row(TrialRecord.model_validate(data)))
     path = tmp_path / "rows.parquet"
