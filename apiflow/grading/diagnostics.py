@@ -21,7 +21,7 @@ from apiflow.grading.spec import CheckpointSpec, ConstraintSpec
 def _route_matches(exchange: Exchange, pattern: str, method: str | None) -> bool:
     if method is not None and exchange.method != method.upper():
         return False
-    return url_regex(pattern).search(exchange.url) is not None
+    return url_regex(pattern).search(exchange.url)
 
 
 def _body_contains(body: Any, wanted: dict[str, object]) -> bool:

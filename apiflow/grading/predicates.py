@@ -12,12 +12,12 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from apiflow.grading.evidence import Evidence, Exchange, value_text
 from apiflow.grading.rules import RuleSet
 from apiflow.grading.spec import DataFlowSpec, NewResponseSpec, WorkspaceValueSpec
+from apiflow.world.patterns import SafePattern, grading_pattern
 
 _DECODER = json.JSONDecoder()
 
@@ -33,13 +33,12 @@ class Outcome:
 PASS = Outcome(True)
 
 
-@lru_cache(maxsize=4096)
-def url_regex(pattern: str) -> re.Pattern[str]:
-    """The compiled URL pattern (``re.search`` semantics); an invalid regex matches literally."""
-    try:
-        return re.compile(pattern)
-    except re.error:
-        return re.compile(re.escape(pattern))
+def url_regex(pattern: str) -> SafePattern:
+    """The compiled URL pattern (``re.search`` semantics, RE2: linear time, docs/design/061).
+
+    A pattern RE2 refuses (invalid, or backreferences/look-around) matches literally.
+    """
+    return grading_pattern(pattern)
 
 
 def leaves(value: Any) -> Iterator[Any]:

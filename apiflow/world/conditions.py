@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from apiflow.world.features import Features, address_of
 from apiflow.world.model import Condition
+from apiflow.world.patterns import compile_pattern
 from apiflow.world.state import MISSING
 from apiflow.world.template import compile_template
 
@@ -62,7 +62,8 @@ def _compare(op: str, value: Any, operand: Any) -> bool:
     if op == "type":
         return _is_type(value, operand)
     if op == "matches":
-        return isinstance(value, str) and re.search(operand, value) is not None
+        # ``operand`` is the RE2-compiled bank pattern (compile_condition): linear, never backtracks.
+        return isinstance(value, str) and operand.search(value)
     if op in ("lt", "lte", "gt", "gte"):
         number = _number(value)
         if number is None:
@@ -100,4 +101,6 @@ def compile_condition(condition: Condition) -> Check:
         # Compared against a rendered operand, e.g. "{{state.plan_id}}".
         rendered = compile_template(operand)
         return lambda features: _compare(op, features.at(address), rendered(features))
+    if op == "matches":
+        operand = compile_pattern(operand)
     return lambda features: _compare(op, features.at(address), operand)

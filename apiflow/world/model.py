@@ -10,9 +10,13 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from apiflow.world.patterns import check_pattern
 
 _PARAM_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+MAX_PATH_LENGTH = 512
+"""Longest route path template (bank/v1's longest is 56 characters)."""
 
 ConditionOp = Literal[
     "eq", "ne", "in", "not_in", "present", "type", "matches", "lt", "lte", "gt", "gte",
@@ -53,6 +57,12 @@ class Condition(_Data):
     not_: Condition | None = Field(default=None, alias="not")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("matches")
+    @classmethod
+    def _linear_pattern(cls, value: str | None) -> str | None:
+        # Refused here, at bank load, rather than on the first request that reaches the rule.
+        return None if value is None else check_pattern(value)
 
     @model_validator(mode="after")
     def _one_operator(self) -> Condition:
@@ -146,6 +156,25 @@ class Route(_Data):
     deprecated: Deprecation | None = None
     in_spec: bool = True
     rules: list[Rule]
+
+    @field_validator("path")
+    @classmethod
+    def _unambiguous_path(cls, value: str) -> str:
+        # Dispatch turns the template into a regex (compiled.py): literals escaped, each parameter
+        # `[^/]+`. With one parameter per segment that regex cannot backtrack beyond the segment,
+        # so matching stays linear; two in one segment (`{a}-{b}`) would be both ambiguous and
+        # polynomial in the path length, so a bank may not declare it.
+        if len(value) > MAX_PATH_LENGTH:
+            raise ValueError(f"route path longer than MAX_PATH_LENGTH={MAX_PATH_LENGTH}")
+        if not value.startswith("/"):
+            raise ValueError(f"route path {value[:80]!r} does not start with '/'")
+        for segment in value.split("/"):
+            if len(_PARAM_RE.findall(segment)) > 1:
+                raise ValueError(f"route path segment {segment[:80]!r} holds more than one parameter")
+        names = _PARAM_RE.findall(value)
+        if len(names) != len(set(names)):
+            raise ValueError(f"route path {value[:80]!r} repeats a parameter name")
+        return value
 
     @property
     def params(self) -> list[str]:
