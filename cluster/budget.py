@@ -4,11 +4,17 @@ Spend can exceed the cap only by what was reserved and then under-estimated, nev
 unreserved calls: a call whose worst case does not fit in ``cap - spent - reserved`` is
 refused (its trial ends as a provider outcome, retried by a later resume), and once a
 refusal happened — or the room left is below one call's worst case — no new trial starts.
+
+The cap is the grid's, not one invocation's: a resumed driver starts its ledger from the spend
+already on record (``spend_on_record``: every stored row and failure row, plus what the last
+driver's checkpoint saw spent by trials that stored nothing), so a driver killed and rerun
+cannot spend the cap again (docs/design/044-chaos-suite.md).
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +43,8 @@ class LedgerState:
 class Ledger:
     """Pure ledger logic (the actor wraps it)."""
 
-    def __init__(self, cap_usd: float) -> None:
-        self.state = LedgerState(cap=cap_usd)
+    def __init__(self, cap_usd: float, spent_usd: float = 0.0) -> None:
+        self.state = LedgerState(cap=cap_usd, spent=spent_usd)
         self._open: dict[int, float] = {}
         self._ids = itertools.count(1)
 
@@ -79,8 +85,8 @@ class Ledger:
 class BudgetLedger:
     """The cluster-wide ledger actor (one per run)."""
 
-    def __init__(self, cap_usd: float) -> None:
-        self.ledger = Ledger(cap_usd)
+    def __init__(self, cap_usd: float, spent_usd: float = 0.0) -> None:
+        self.ledger = Ledger(cap_usd, spent_usd)
 
     def reserve(self, worst_case_usd: float) -> int | None:
         return self.ledger.reserve(worst_case_usd)
@@ -93,6 +99,66 @@ class BudgetLedger:
 
     def summary(self) -> dict[str, Any]:
         return self.ledger.summary()
+
+
+@dataclass(frozen=True)
+class SpendOnRecord:
+    """What the store says was spent on a grid before this driver started.
+
+    Attributes:
+        rows_usd: Sum of ``cost_usd`` over stored rows (trials that completed).
+        failures_usd: Sum over failure rows (every attempt that ended as a provider/harness outcome).
+        unstored_usd: The latest driver checkpoint's spend by trials that had stored nothing yet
+            (in flight, or killed with their driver): money gone that no row shows.
+        objects: Row and failure objects read.
+    """
+
+    rows_usd: float
+    failures_usd: float
+    unstored_usd: float
+    objects: int
+
+    @property
+    def total_usd(self) -> float:
+        """The ledger's starting spend."""
+        return self.rows_usd + self.failures_usd + self.unstored_usd
+
+
+def spend_on_record(store: Any) -> SpendOnRecord:
+    """Rebuild the spend a grid has on record (``store``: a ``ResultStore``).
+
+    Rows and failure rows are the truth for finished attempts. What they cannot show is spend by
+    attempts that never finished (their driver was killed): the driver checkpoints that figure
+    (``unstored_usd``, which already carries forward every earlier attempt's) and the latest
+    checkpoint is added. It may count a trial twice (in flight at the checkpoint, stored before
+    the kill): the rebuild errs high, toward stopping early, never toward overspending.
+    """
+    rows_usd, failures_usd, objects = store.recorded_spend()
+    checkpoints = store.read_checkpoints()
+    latest = max(checkpoints, key=lambda c: (c.get("written_at", 0.0), c.get("attempt", "")), default=None)
+    unstored = float(latest.get("unstored_usd", 0.0)) if latest else 0.0
+    return SpendOnRecord(rows_usd, failures_usd, max(0.0, unstored), objects)
+
+
+def checkpoint(
+    attempt: str, ledger: dict[str, Any], base: SpendOnRecord, stored_usd: float
+) -> dict[str, Any]:
+    """The ledger checkpoint a driver writes every second or so.
+
+    Args:
+        attempt: This driver invocation's id.
+        ledger: ``Ledger.summary()`` (its ``spent_usd`` started at ``base.total_usd``).
+        base: The spend on record when this driver started.
+        stored_usd: Spend of the trials this driver has seen stored (rows or failure rows).
+
+    ``unstored_usd`` = everything the ledger has seen spent or reserved minus what sits in rows:
+    the spend a kill right now would leave without a row. Reservations are counted whole (a call
+    in flight may still bill its worst case).
+    """
+    committed = ledger["spent_usd"] + ledger["reserved_usd"]
+    in_rows = base.rows_usd + base.failures_usd + stored_usd
+    return {"attempt": attempt, "written_at": time.time(), "cap_usd": ledger["cap_usd"],
+            "committed_usd": committed, "unstored_usd": max(0.0, committed - in_rows)}  # fmt: skip
 
 
 def worst_case_usd(prompt_tokens: int, max_tokens: int, prices: Prices) -> float:

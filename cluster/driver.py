@@ -16,6 +16,7 @@ import resource
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -25,7 +26,7 @@ from apiflow.errors import UsageError
 from apiflow.gridcli import add_run_flags
 from apiflow.results.prices import load_price_table
 from apiflow.results.store import ResultStore
-from cluster.budget import worst_case_usd
+from cluster.budget import SpendOnRecord, checkpoint, spend_on_record, worst_case_usd
 from cluster.manifest import attempt_info, build_manifest, grid_id
 from cluster.plan import PlannedTrial, plan_grid, remaining
 from cluster.progress import GridProgress, Tally
@@ -35,6 +36,13 @@ from cluster.worker import DEFAULT_MAX_TOKENS, TrialOutcome, load_checked_bank, 
 
 MAX_REQUEUES = 5
 """A trial whose actor died this many times is left for the next resume (a poison trial must not loop)."""
+
+STALL_S = 180.0
+"""With trials queued, no call in flight and no live actor for this long, the run ends (incomplete,
+resumable) instead of waiting forever for actors that cannot be placed (a lost node)."""
+
+CHECKPOINT_S = 1.0
+"""How often the budget ledger's checkpoint is written (it bounds the spend a driver kill can hide)."""
 
 
 def absolute_paths(spec: GridSpec, base: Path | None = None) -> GridSpec:
@@ -103,6 +111,10 @@ class Dispatcher:
         self.per_actor = [0] * len(actors)
         self.requeues: dict[str, int] = {}
         self.abandoned: list[str] = []
+        # An actor whose call died is restarting (max_restarts=-1), perhaps on another node, perhaps
+        # never (no room left after a node loss): send it nothing until a ping comes back.
+        self.live = [True] * len(actors)
+        self.probes: dict[Any, int] = {}
 
     def _batch(self, queue: deque[PlannedTrial]) -> list[PlannedTrial]:
         # Offline trials take milliseconds: batch them so Ray's per-call cost stays small.
@@ -122,7 +134,10 @@ class Dispatcher:
         """Send one batch to the least busy actor; False when the window or every actor is full."""
         if not queue or len(self.in_flight) >= self.window:
             return False
-        index = min(range(len(self.actors)), key=self.per_actor.__getitem__)
+        live = [i for i in range(len(self.actors)) if self.live[i]]
+        if not live:
+            return False
+        index = min(live, key=self.per_actor.__getitem__)
         if self.per_actor[index] >= self.calls_per_actor:
             return False
         batch = self._batch(queue)
@@ -134,18 +149,25 @@ class Dispatcher:
         """Outcomes of finished calls, and how many trials went back on the queue."""
         from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 
-        refs = list(self.in_flight)
+        refs = list(self.in_flight) + list(self.probes)
+        if not refs:
+            time.sleep(timeout_s)
+            return [], 0
         ready, _ = self.ray.wait(refs, num_returns=1, timeout=timeout_s)
         if ready:
             ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
         outcomes: list[TrialOutcome] = []
         requeued = 0
         for ref in ready:
+            if ref in self.probes:
+                self._probed(ref)
+                continue
             index, batch = self.in_flight.pop(ref)
             self.per_actor[index] -= 1
             try:
                 outcomes.extend(self.ray.get(ref))
             except (RayActorError, ActorDiedError, ActorUnavailableError):
+                self._lost(index)
                 for planned in reversed(batch):  # back to the front: finish what was started first
                     count = self.requeues[planned.trial_id] = self.requeues.get(planned.trial_id, 0) + 1
                     if count > MAX_REQUEUES:
@@ -155,6 +177,28 @@ class Dispatcher:
                     requeued += 1
         return outcomes, requeued
 
+    def _lost(self, index: int) -> None:
+        if self.live[index]:
+            self.live[index] = False
+            self.probes[self.actors[index].ping.remote()] = index
+
+    def _probed(self, ref: Any) -> None:
+        from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
+
+        index = self.probes.pop(ref)
+        try:
+            self.ray.get(ref)
+        except (RayActorError, ActorDiedError, ActorUnavailableError):
+            time.sleep(0.2)  # still restarting (or gone for good): ask again, never hot-loop
+            self.probes[self.actors[index].ping.remote()] = index
+            return
+        self.live[index] = True
+
+    @property
+    def any_live(self) -> bool:
+        """True while at least one actor can take work."""
+        return any(self.live)
+
 
 def _tally(tally: Tally, outcome: TrialOutcome, summary: GridSummary) -> None:
     tally.done += 1
@@ -162,6 +206,8 @@ def _tally(tally: Tally, outcome: TrialOutcome, summary: GridSummary) -> None:
     if not outcome.stored and outcome.termination == "already_stored":
         tally.duplicates += 1
         return
+    if outcome.stored:
+        tally.stored_usd += outcome.cost_usd
     tally.stored += outcome.stored and not outcome.harness
     tally.retries += outcome.retries
     tally.spent_usd += outcome.cost_usd
@@ -177,11 +223,18 @@ def _tally(tally: Tally, outcome: TrialOutcome, summary: GridSummary) -> None:
         model["passed"] += bool(outcome.passed)
 
 
-def _start_actors(ray: Any, spec: GridSpec, run_id: str, cpus: int) -> tuple[list[Any], dict[str, Any], Any]:
+def _start_actors(
+    ray: Any, spec: GridSpec, run_id: str, cpus: int, spent_usd: float = 0.0
+) -> tuple[list[Any], dict[str, Any], Any]:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
     from cluster.budget import BudgetLedger
     from cluster.ratelimit import ProviderGate
     from cluster.worker import TrialWorker
 
+    # The ledger and the gates hold state no restart could recover: they live on the driver's own
+    # node, so losing any other node cannot take them (and losing this one takes the driver too).
+    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
     # @ray.remote classes: mypy sees the plain class, Ray adds ``options``/``remote``.
     gate_cls: Any = ProviderGate
     ledger_cls: Any = BudgetLedger
@@ -193,18 +246,23 @@ def _start_actors(ray: Any, spec: GridSpec, run_id: str, cpus: int) -> tuple[lis
         if provider in spec.ratelimits:
             limit = spec.ratelimits[provider]
             tpm = limit.tpm * limit.headroom if limit.tpm else None
-            gates[provider] = gate_cls.options(num_cpus=0).remote(
+            gates[provider] = gate_cls.options(num_cpus=0, scheduling_strategy=here).remote(
                 provider, limit.rpm * limit.headroom, tpm, limit.burst_s
             )
-    ledger = ledger_cls.options(num_cpus=0).remote(spec.budget_usd) if spec.budget_usd else None
+    ledger = (
+        ledger_cls.options(num_cpus=0, scheduling_strategy=here).remote(spec.budget_usd, spent_usd)
+        if spec.budget_usd
+        else None
+    )
     n_actors = spec.concurrency.actors or cpus
     offline_only = all(m.offline for m in spec.models)
     calls = 2 if offline_only else spec.concurrency.trials_per_actor
     spec_ref = ray.put(spec.model_dump_json())  # held by the driver: restarts re-read their arguments
     actors = [
-        worker_cls.options(num_cpus=min(1.0, cpus / n_actors), max_concurrency=max(calls, 2)).remote(
-            spec_ref, run_id, gates, ledger
-        )
+        # SPREAD: workers over every node, so a lost node takes a share of the work, not all of it.
+        worker_cls.options(
+            num_cpus=min(1.0, cpus / n_actors), max_concurrency=max(calls, 2), scheduling_strategy="SPREAD"
+        ).remote(spec_ref, run_id, gates, ledger)
         for _ in range(n_actors)
     ]
     actors_keepalive.append(spec_ref)
@@ -246,14 +304,16 @@ def run_grid(
     gid = grid_id(spec, bank)
     run_id = gid[:22]
     store.write_manifest(build_manifest(spec, bank, prices, len(plan)))
-    store.write_attempt(
-        f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}", attempt_info(run_id, {"address": address})
-    )
+    attempt = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    store.write_attempt(attempt, attempt_info(run_id, {"address": address}))
+    if spec.budget_usd:  # the cap is the grid's: start from what earlier attempts spent
+        summary.on_record = spend_on_record(store)
     summary.phases["plan_s"] = time.monotonic() - started
     cluster = Ray(address)
     summary.phases["ray_start_s"] = time.monotonic() - started - summary.phases["plan_s"]
     try:
-        summary.tally = _drive(cluster, spec, run_id, todo, model_prices, summary, progress)
+        journal = _Checkpoints(store, attempt, summary.on_record) if spec.budget_usd else None
+        summary.tally = _drive(cluster, spec, run_id, todo, model_prices, summary, progress, journal)
     finally:
         cluster.close()
     summary.wall_s = time.monotonic() - started
@@ -261,22 +321,65 @@ def run_grid(
     return summary
 
 
+class _Checkpoints:
+    """Writes the ledger checkpoint off the driver loop (a paused object store must not stall it)."""
+
+    def __init__(self, store: ResultStore, attempt: str, base: SpendOnRecord | None) -> None:
+        self.store = store
+        self.attempt = attempt
+        self.base = base or SpendOnRecord(0.0, 0.0, 0.0, 0)
+        self.last = 0.0
+        self.writer: threading.Thread | None = None
+        self.errors = 0
+
+    def due(self) -> bool:
+        return time.monotonic() - self.last >= CHECKPOINT_S and not (self.writer and self.writer.is_alive())
+
+    def write(self, ledger: dict[str, Any], stored_usd: float, wait: bool = False) -> None:
+        self.last = time.monotonic()
+        data = checkpoint(self.attempt, ledger, self.base, stored_usd)
+
+        def put() -> None:
+            try:
+                self.store.write_checkpoint(self.attempt, data)
+            except Exception:  # noqa: BLE001 - the next checkpoint retries; a run must not die of it
+                self.errors += 1
+
+        if self.writer is not None:
+            self.writer.join()
+        self.writer = threading.Thread(target=put, daemon=True)
+        self.writer.start()
+        if wait:
+            self.writer.join(timeout=60)
+
+
 def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], model_prices: list[Any],
-           summary: GridSummary, progress: bool) -> Tally:  # fmt: skip
+           summary: GridSummary, progress: bool, journal: _Checkpoints | None = None) -> Tally:  # fmt: skip
     ray = cluster.ray
     began = time.monotonic()
-    actors, gates, ledger = _start_actors(ray, spec, run_id, cluster.cpus())
-    ray.get([a.ping.remote() for a in actors])
+    spent_before = summary.on_record.total_usd if summary.on_record else 0.0
+    actors, gates, ledger = _start_actors(ray, spec, run_id, cluster.cpus(), spent_before)
+    pings = {a.ping.remote(): i for i, a in enumerate(actors)}
+    # Wait for every actor, but not forever: one that cannot be placed (a node lost, its CPUs gone)
+    # must not hang the run; it joins through the dispatcher's probes when it comes up.
+    ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=STALL_S)
+    if not ready:
+        raise UsageError(f"no worker actor started within {STALL_S:.0f} s: is the cluster short of CPUs?")
     summary.phases["actors_s"] = time.monotonic() - began
     began = time.monotonic()
     calls = 2 if all(m.offline for m in spec.models) else spec.concurrency.trials_per_actor
     window = spec.concurrency.window or 2 * len(actors) * calls
     dispatcher = Dispatcher(ray, actors, spec, calls, window)
+    for ref, index in pings.items():
+        if ref not in ready:
+            dispatcher.live[index] = False
+            dispatcher.probes[ref] = index
     next_call = max(
         worst_case_usd(spec.estimate.call_prompt_tokens, m.max_tokens or DEFAULT_MAX_TOKENS, p)
         for m, p in zip(spec.models, model_prices, strict=True)
     )
     queue, tally, admitting, last_stats = deque(todo), Tally(), True, 0.0
+    idle_since = time.monotonic()
     with GridProgress(len(todo), enabled=progress) as display:
         while queue or dispatcher.in_flight:
             if ledger is not None and queue and admitting:
@@ -284,11 +387,19 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
             while admitting and dispatcher.submit(queue):
                 pass
             if not dispatcher.in_flight:
-                break  # budget closed and nothing running
+                if not admitting:
+                    break  # budget closed and nothing running
+                if dispatcher.any_live:
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since > STALL_S:
+                    summary.stalled = True
+                    break  # no actor came back: stop, resumable, rather than hang
             outcomes, requeued = dispatcher.collect(queue)
             tally.requeued += requeued
             for outcome in outcomes:
                 _tally(tally, outcome, summary)
+            if journal is not None and ledger is not None and journal.due():
+                journal.write(ray.get(ledger.summary.remote()), tally.stored_usd)
             if gates and time.monotonic() - last_stats > 2.0:
                 last_stats = time.monotonic()
                 stats = ray.get([g.stats.remote() for g in gates.values()])
@@ -302,6 +413,8 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
     summary.budget_reached = ledger is not None and (not admitting or tally.budget_refused > 0)
     if ledger is not None:
         summary.ledger = ray.get(ledger.summary.remote())
+        if journal is not None:
+            journal.write(summary.ledger, tally.stored_usd, wait=True)
     if gates:
         summary.gates = ray.get([g.stats.remote() for g in gates.values()])
     return tally

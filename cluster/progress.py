@@ -35,6 +35,9 @@ class Tally:
     budget_refused: int = 0
     retries: int = 0
     spent_usd: float = 0.0
+    stored_usd: float = 0.0
+    """Spend of the trials this invocation saw stored (rows or failure rows): the budget checkpoint's
+    "already in a row" part."""
     requeued: int = 0
     gate_wait_s: float = 0.0
     rate_limited: int = 0

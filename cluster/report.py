@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiflow.results.prices import Prices, cost_usd
+from cluster.budget import SpendOnRecord
 from cluster.plan import PlannedTrial
 from cluster.progress import Tally
 from cluster.spec import GridSpec
@@ -29,6 +30,10 @@ class GridSummary:
     per_model: dict[int, dict[str, Any]] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
     driver_peak_rss_mb: float = 0.0
+    on_record: SpendOnRecord | None = None
+    """With a budget: the spend earlier attempts left on record (the ledger's starting point)."""
+    stalled: bool = False
+    """The run ended because no actor could be placed for ``STALL_S`` (resume when capacity returns)."""
 
     def model(self, index: int) -> dict[str, Any]:
         """Per-model counters (created on first use)."""
@@ -67,6 +72,14 @@ class GridSummary:
                 f"{g['provider']}: {g['rate_limited']} 429s, {g['waited_s']:.1f}s waited" for g in self.gates
             )
             out.append(f"  rate limits: {waits}")
+        if self.on_record is not None and self.on_record.total_usd > 0:
+            r = self.on_record
+            out.append(
+                f"  budget: ${r.total_usd:.4f} already on record (rows ${r.rows_usd:.4f}, failures "
+                f"${r.failures_usd:.4f}, unstored at the last driver's checkpoint ${r.unstored_usd:.4f})"
+            )
+        if self.stalled:
+            out.append("  STALLED: no worker actor could be placed; rerun when the cluster has capacity")
         if self.budget_reached:
             cap = self.ledger["cap_usd"] if self.ledger else self.spec.budget_usd
             spent = self.ledger["spent_usd"] if self.ledger else t.spent_usd

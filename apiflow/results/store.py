@@ -8,7 +8,9 @@ through fsspec and behave alike)::
     rows/model=<m>/<trial_id>.parquet           one-row Parquet, create-only: the commit point
                                                 (``.arrow`` with ``row_format="arrow"``: same row, Arrow IPC)
     transcripts/model=<m>/<trial_id>.json       the schema-1.0 trial JSON, written just before its row
-    failures/model=<m>/<trial_id>/<run_id>.parquet  harness/provider outcomes (never block a resume)
+    failures/model=<m>/<trial_id>/<run_id>-<digest>.parquet  harness/provider outcomes, one per attempt
+                                                (never block a resume; their spend counts toward the budget)
+    ledger/<attempt>.json                       the budget ledger's last checkpoint of one driver attempt
     compacted/model=<m>.parquet                 per-model merge written by ``compact``
 
 An existing row object means "already done": that is how resume and duplicate
@@ -201,7 +203,12 @@ class ResultStore:
         model, trial_id = record.model, record.apiflow.trial_id
         body = transcript if transcript is not None else record.to_json().encode()
         if record.is_harness_outcome:
-            base = self._path("failures", f"model={model_token(model)}", trial_id, record.provenance.run_id)
+            # One object per attempt (the run id is the grid's, shared by every resume): a later
+            # attempt must not overwrite an earlier one, whose spend the budget rebuild reads.
+            attempt = hashlib.sha256(body).hexdigest()[:12]
+            base = self._path(
+                "failures", f"model={model_token(model)}", trial_id, f"{record.provenance.run_id}-{attempt}"
+            )
             self.overwrite(f"{base}.json", body)
             self.overwrite(f"{base}{self.row_suffix}", row_bytes(row, self.row_format))
             return True
@@ -237,6 +244,45 @@ class ResultStore:
             return [p for p in self.fs.find(base) if p.endswith(suffix)]
         except FileNotFoundError:
             return []
+
+    def recorded_spend(self) -> tuple[float, float, int]:
+        """``(rows_usd, failures_usd, objects)``: the cost every stored row and failure row records.
+
+        Reads only the row objects' bytes, fetched concurrently (s3fs batches ``cat`` of many
+        paths), and only their ``cost_usd`` column: the budget ledger's rebuild on resume
+        (docs/design/044-chaos-suite.md) must stay cheap next to the grid it guards.
+        """
+        totals = []
+        count = 0
+        for prefix in ("rows", "failures"):
+            paths = self._list(prefix, _ROW_ENDINGS)
+            count += len(paths)
+            totals.append(sum(_row_cost(path, data) for path, data in self._cat_many(paths)))
+        return totals[0], totals[1], count
+
+    def _cat_many(self, paths: list[str]) -> Iterable[tuple[str, bytes]]:
+        if self._local:
+            for path in paths:
+                with open(path, "rb") as handle:
+                    yield path, handle.read()
+            return
+        for start in range(0, len(paths), 1000):
+            chunk = paths[start : start + 1000]
+            yield from self.fs.cat(chunk, on_error="omit").items()
+
+    def write_checkpoint(self, attempt: str, data: dict[str, Any]) -> None:
+        """The budget ledger's checkpoint of one driver attempt (overwritten as the attempt runs)."""
+        self.overwrite(self._path("ledger", f"{attempt}.json"), json.dumps(data, sort_keys=True).encode())
+
+    def read_checkpoints(self) -> list[dict[str, Any]]:
+        """Every attempt's last ledger checkpoint (unordered; each carries its ``written_at``)."""
+        found = []
+        for path in self._list("ledger", ".json"):
+            try:
+                found.append(json.loads(self.fs.cat_file(path)))
+            except (FileNotFoundError, ValueError):
+                continue  # a checkpoint half-written by a local writer that died: the others remain
+        return found
 
     def read_transcript(self, model_slug: str, trial_id: str) -> dict[str, Any]:
         """A stored trial's schema-1.0 JSON."""
@@ -295,6 +341,15 @@ def dedupe(table: pa.Table) -> pa.Table:
     if len(first) == table.num_rows:
         return table
     return table.take(sorted(first.values()))
+
+
+def _row_cost(path: str, data: bytes) -> float:
+    buffer = pa.BufferReader(data)
+    if path.endswith(".arrow"):
+        table = pyarrow.ipc.open_file(buffer).read_all().select(["cost_usd"])
+    else:
+        table = pq.read_table(buffer, columns=["cost_usd"], schema=ROW_SCHEMA)
+    return float(sum(v for v in table.column("cost_usd").to_pylist() if v is not None))
 
 
 def _stem(path: str) -> str:
