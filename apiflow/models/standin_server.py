@@ -48,6 +48,8 @@ class StandinConfig:
             ``x-api-key`` header back, as careless real providers do, so the harness's redaction
             of recorded provider errors has something to catch (tests/security/).
         p_garbage: Probability per request of a 200 whose body is not JSON (a broken proxy).
+        retry_after_s: The ``Retry-After`` an injected 429 (``p_429``) asks for (limit 429s ask
+            for the real wait).
     """
 
     bank: str = str(DEFAULT_BANK)
@@ -64,6 +66,7 @@ class StandinConfig:
     seed: int = 0
     echo_auth: bool = False
     p_garbage: float = 0.0
+    retry_after_s: float = 1.0
 
 
 @dataclass
@@ -77,6 +80,12 @@ class StandinStats:
     timeouts: int = 0
     malformed: int = 0
     empty: int = 0
+    garbage: int = 0
+    billed_input: int = 0
+    """Tokens of answered requests by priced kind: what a real provider would bill (the chaos
+    suite's independent measure of true spend, killed attempts included)."""
+    billed_output: int = 0
+    billed_cache_read: int = 0
     answered_at: list[float] = field(default_factory=list)
 
 
@@ -178,11 +187,11 @@ class StandinProvider:
         prompt_tokens = sum(len(json.dumps(m)) for m in messages) // _CHARS_PER_TOKEN
         wait = self.limiter.admit(prompt_tokens + int(body.get("max_tokens") or 0) // 8)
         if wait is None and c.p_429 and self._roll() < c.p_429:
-            wait = 1.0
+            wait = c.retry_after_s
         if wait is not None:
             self._count("rate_limited")
             headers = {
-                "retry-after": str(max(1, math.ceil(wait))),
+                "retry-after": str(max(1, math.ceil(wait))),  # whole seconds (RFC 9110); -ms is exact
                 "retry-after-ms": str(int(wait * 1000) + 1),
             }
             return 429, headers, _error("rate_limit_exceeded", "Rate limit reached for requests" + echo)
@@ -191,7 +200,7 @@ class StandinProvider:
             message = "The server had an error while processing your request" + echo
             return 500, {}, _error("server_error", message)
         if c.p_garbage and self._roll() < c.p_garbage:
-            self._count("server_errors")
+            self._count("garbage")
             return 200, {}, "<html>upstream proxy error" + echo + "</html>"
         if c.p_timeout and self._roll() < c.p_timeout:
             self._count("timeouts")
@@ -205,7 +214,14 @@ class StandinProvider:
             return 400, {}, _error("invalid_request_error", str(exc) + echo)
         completion = self._completion(body["model"], output)
         self._count("answered")
+        self._bill(output)
         return 200, {}, completion
+
+    def _bill(self, output: ModelOutput) -> None:
+        with self.lock:
+            self.stats.billed_input += output.usage.input
+            self.stats.billed_output += output.usage.output
+            self.stats.billed_cache_read += output.usage.cache_read
 
     def _play(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelOutput:
         user = next((m["content"] for m in messages if m["role"] == "user"), None)
@@ -348,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     for name, kind in (("bank", str), ("latency-s", float), ("rpm", float), ("tpm", float), ("burst-s", float),
                        ("p-429", float), ("p-500", float), ("p-timeout", float), ("timeout-s", float),
-                       ("p-malformed", float), ("p-empty", float), ("seed", int), ("p-garbage", float)):  # fmt: skip
+                       ("p-malformed", float), ("p-empty", float), ("seed", int), ("p-garbage", float),
+                       ("retry-after-s", float)):  # fmt: skip
         parser.add_argument(f"--{name}", type=kind)
     args = vars(parser.parse_args(argv))
     port = args.pop("port")
