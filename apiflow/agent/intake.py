@@ -34,7 +34,8 @@ TEXT_CHARS: Final = 262_144
 """Most characters kept of one turn's text, and of its reasoning (``text_chars``).
 
 A final answer with its card is a few hundred characters; the rest is cut (with a note saying
-so) so that one turn cannot fill the record or make grading scan megabytes.
+so), so that one turn cannot fill the record and the grader's scan of the final text for JSON
+objects stays short (it is linear; 256 Ki of hostile text takes ~0.1 s, docs/design/031).
 """
 
 TRANSCRIPT_CHARS: Final = 16_777_216
@@ -127,8 +128,6 @@ class TurnIntake:
         if not isinstance(raw_calls, tuple | list):
             self.log.repair("tool_calls")
             raw_calls = ()
-        if len(raw_calls) > TURN_TOOL_CALLS:
-            self.log.hit("parallel_calls")
         calls: list[ToolCall] = []
         run_arguments: list[Any] = []
         for index, item in enumerate(raw_calls):

@@ -24,6 +24,7 @@ Generation = Literal["original", "newer"]
 
 NUMERIC_TOLERANCE = 0.01
 _DECODER = json.JSONDecoder()
+_OBJECT_START = re.compile(r'\{[ \t\n\r]*["}]')
 _SET_SEPARATORS = re.compile(r"[,/|]")
 _PARENTHETICAL = re.compile(r"\([^()]*\)")
 
@@ -66,14 +67,47 @@ def top_level_objects(text: str) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     start = text.find("{")
     while start != -1:
+        # Only `"` or `}` can follow an object's `{`: anything else fails to decode anyway, and a
+        # failed decode costs O(position) (its error counts lines), which made a text of many `{`
+        # quadratic to grade (256 Ki of `{` took 22 s; docs/design/031).
+        if _OBJECT_START.match(text, start) is None:
+            start = text.find("{", start + 1)
+            continue
         try:
             value, end = _DECODER.raw_decode(text, start)
-        except (ValueError, RecursionError):  # nested past the recursion limit: model text, not a card
+        except ValueError:
             start = text.find("{", start + 1)
+            continue
+        except RecursionError:
+            # Nested past the decoder's depth limit: neither it nor any object inside it is a card.
+            # Skipping it whole keeps grading linear (retrying each inner `{` cost ~0.1 ms apiece).
+            start = text.find("{", _bracket_end(text, start))
             continue
         objects.append(value)
         start = text.find("{", end)
     return objects
+
+
+def _bracket_end(text: str, start: int) -> int:
+    """Where the bracket group opened at ``start`` closes (strings respected), or the text's end."""
+    depth, in_string, i, n = 0, False, start, len(text)
+    while i < n:
+        char = text[i]
+        if in_string:
+            if char == "\\":
+                i += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return n
 
 
 def extract_card(text: str, reasoning: str = "") -> dict[str, Any]:

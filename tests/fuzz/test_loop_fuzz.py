@@ -148,7 +148,7 @@ def _run(task_id: str, model: DrawnModel, limits: TrialLimits) -> TrialRecord:
 @given(trials())
 def test_drawn_model_output_is_always_a_recorded_model_outcome(trial: tuple[str, list[Any]]) -> None:
     task_id, drawn = trial
-    record = _run(task_id, DrawnModel(drawn), TrialLimits(max_messages=120))
+    record = _run(task_id, DrawnModel(drawn), TrialLimits(max_messages=40))
     _check_record(record)
 
 
