@@ -24,6 +24,7 @@ from apiflow.agent.intake import TRANSCRIPT_CHARS, TURN_TOOL_CALLS, CheckedTurn,
 from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError, ToolCall, Usage
 from apiflow.results.record import Termination
 from apiflow.tools import ToolResult
+from apiflow.tools.limits import writable_text
 
 LimitName = Literal["messages", "tool_calls", "tokens", "time", "transcript_chars"]
 
@@ -109,8 +110,16 @@ def tool_message(call: ToolCall, result: ToolResult) -> dict[str, Any]:
 
 
 def harness_error_text(exc: BaseException) -> str:
-    """One line naming a harness fault (type and message), recorded on the trial."""
-    return f"{type(exc).__name__}: {exc}"[:2000]
+    """One line naming a harness fault (type and message), recorded on the trial.
+
+    Always writable: a message may quote provider or model text (lone surrogates included), and
+    an exception whose ``__str__`` itself fails must still leave a record.
+    """
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - the record must not depend on a broken __str__
+        message = "<message not printable>"
+    return writable_text(f"{type(exc).__name__}: {message}"[:2000])
 
 
 class _Loop:

@@ -221,3 +221,14 @@ def test_card_scan_of_hostile_final_text() -> None:
     assert top_level_objects('x {"a": 1} { \n "b": {"c": 2}} {} {x} {"d": [ {"e":1}') == [
         {"a": 1}, {"b": {"c": 2}}, {}, {"e": 1},
     ]  # fmt: skip
+
+
+def test_harness_error_text_is_always_writable() -> None:
+    from apiflow.agent.loop import harness_error_text
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    assert harness_error_text(ValueError("bad \ud800")) == "ValueError: bad \ufffd"
+    assert harness_error_text(Unprintable()) == "Unprintable: <message not printable>"

@@ -121,6 +121,7 @@ refs = st.one_of(
         },
     ),
     st.sampled_from(["spec:openapi", "variable:client_id", "request:x", "request:x/response:y", "a:b/" * 70]),
+    st.sampled_from(HOSTILE_TEXT),
     odd_text,
     json_values,
 )
