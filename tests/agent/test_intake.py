@@ -232,3 +232,37 @@ def test_harness_error_text_is_always_writable() -> None:
 
     assert harness_error_text(ValueError("bad \ud800")) == "ValueError: bad \ufffd"
     assert harness_error_text(Unprintable()) == "Unprintable: <message not printable>"
+
+
+def test_honest_records_are_byte_identical_with_the_bounds_passed_through(bank: Bank) -> None:
+    """Oracle and sim trials (sim sends malformed JSON, wrong refs, abstentions) meet no bound:
+    their records equal those of the same trials with intake and argument scan turned into
+    pass-throughs, wall-time fields aside."""
+    from unittest import mock
+
+    from apiflow.agent import intake as intake_module
+    from apiflow.agent import trial_seed
+    from apiflow.tools import toolbox as toolbox_module
+    from apiflow.tools.limits import Scan
+
+    def passthrough(self: Any, raw: ModelOutput, budget: int) -> intake_module.CheckedTurn:
+        return intake_module.CheckedTurn(raw, tuple(c.arguments for c in raw.tool_calls), len(raw.tool_calls), 0)
+
+    def records() -> list[str]:
+        out = []
+        for name in ("apiflow/oracle", "apiflow/sim:erratic", "apiflow/sim:weak"):
+            for task in bank.tasks.values():
+                model = make_model(name, task, trial_seed(3, task.id, 1))
+                record = _trial(bank, model, task_id=task.id)
+                data = json.loads(record.to_json())
+                data["duration_s"], data["provenance"]["created"] = 0, ""
+                out.append(json.dumps(data))
+        return out
+
+    bounded = records()
+    with (
+        mock.patch.object(intake_module.TurnIntake, "check", passthrough),
+        mock.patch.object(toolbox_module, "scan", lambda value: Scan(value, 0, 0)),
+    ):
+        assert records() == bounded
+    assert not any('"limits_hit"' in r or '"input_repairs"' in r for r in bounded)
