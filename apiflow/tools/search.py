@@ -28,7 +28,9 @@ VARIABLE_HIT_LIMIT = 50
 
 def _entity_text(entity: Entity) -> str:
     # ensure_ascii=False so a query with non-ASCII text can match what the model read.
-    return f"{entity.ref}\n{json.dumps(entity.content, ensure_ascii=False)}".lower()
+    if entity.search_text is None:
+        entity.search_text = f"{entity.ref}\n{json.dumps(entity.content, ensure_ascii=False)}".lower()
+    return entity.search_text
 
 
 def search_workspace(workspace: Workspace, query: str, kind: str | None) -> list[Any]:

@@ -64,6 +64,9 @@ class Entity:
     content: Any
     stamped: datetime
     origin: Origin
+    search_text: str | None = field(default=None, repr=False, compare=False)
+    """``search``'s lower-cased text of this entity, made on first search (an entity never changes:
+    a write or edit stores a new one), so repeated searches of a large workspace stay cheap."""
 
     @property
     def updated_at(self) -> str:

@@ -144,7 +144,7 @@ def _run(task_id: str, model: DrawnModel, limits: TrialLimits) -> TrialRecord:
     )  # fmt: skip
 
 
-@fuzz_settings(300)
+@fuzz_settings(200)
 @given(trials())
 def test_drawn_model_output_is_always_a_recorded_model_outcome(trial: tuple[str, list[Any]]) -> None:
     task_id, drawn = trial
@@ -152,7 +152,7 @@ def test_drawn_model_output_is_always_a_recorded_model_outcome(trial: tuple[str,
     _check_record(record)
 
 
-@fuzz_settings(60)
+@fuzz_settings(50)
 @given(trials())
 def test_drawn_model_without_message_or_time_limits(trial: tuple[str, list[Any]]) -> None:
     """With the message and time limits off, the tool-call limit and the always-on bounds end every trial."""

@@ -100,7 +100,7 @@ def _evidence_writable(toolbox: Toolbox) -> None:
 calls = st.lists(st.tuples(st.sampled_from(TOOL_NAMES), arguments), min_size=1, max_size=6)
 
 
-@fuzz_settings(400)
+@fuzz_settings(300)
 @given(calls)
 def test_any_arguments_to_the_seven_tools(sequence: list[tuple[str, Any]]) -> None:
     toolbox = _toolbox()
@@ -110,7 +110,7 @@ def test_any_arguments_to_the_seven_tools(sequence: list[tuple[str, Any]]) -> No
 
 
 # execute has the widest surface (request content reaches the world's dispatcher and rules).
-PER_TOOL_EXAMPLES = {"execute": 300, "write": 100, "edit": 100}
+PER_TOOL_EXAMPLES = {"execute": 200, "write": 100, "edit": 100}
 
 
 @pytest.mark.parametrize("name", TOOL_NAMES)
