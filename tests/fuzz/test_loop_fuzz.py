@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from apiflow.agent import TrialLimits, run_trial_sync
 from apiflow.agent.ids import input_bounds
 from apiflow.bank import Bank, load_bank
-from apiflow.models.base import GenerateConfig, ModelOutput, ToolCall, Usage
+from apiflow.models import make_model
+from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ToolCall, Usage
 from apiflow.results.record import HARNESS_OUTCOMES, TrialRecord
 from apiflow.results.rows import ROW_COLUMNS, record_to_row, rows_to_table
 
@@ -161,3 +162,39 @@ def test_drawn_model_without_message_or_time_limits(trial: tuple[str, list[Any]]
         task_id, DrawnModel(drawn), TrialLimits(max_messages=None, max_tool_calls=400, max_seconds=None)
     )
     _check_record(record)
+
+
+@dataclass
+class Interleaved:
+    """The oracle, with drawn turns slipped in at drawn places: trials that pass and fail both."""
+
+    oracle: ModelClient
+    inserts: dict[int, Any]
+    model_api: str = "fuzz/interleaved"
+    turn: int = 0
+
+    async def generate(self, messages: list[Any], tools: list[Any], config: GenerateConfig) -> ModelOutput:
+        self.turn += 1
+        if self.turn in self.inserts:
+            return self.inserts[self.turn]
+        return await self.oracle.generate(messages, tools, config)
+
+
+@st.composite
+def interleaved(draw: st.DrawFn) -> tuple[str, dict[int, Any]]:
+    task_id = draw(st.sampled_from(TASKS))
+    fields = list(_bank().task(task_id).card_fields)
+    return task_id, draw(st.dictionaries(st.integers(1, 12), turns(fields), max_size=2))
+
+
+@fuzz_settings(100)
+@given(interleaved())
+def test_oracle_with_drawn_turns_slipped_in(trial: tuple[str, dict[int, Any]]) -> None:
+    task_id, inserts = trial
+    task = _bank().task(task_id)
+    record = _run(
+        task_id, Interleaved(make_model("apiflow/oracle", task, 0), inserts), TrialLimits(max_messages=80)
+    )
+    _check_record(record)
+    if not inserts:
+        assert record.passed is True  # the plain oracle passes: the check above saw graded-C records too
