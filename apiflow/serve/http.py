@@ -7,11 +7,16 @@ debugging and integration aid, not a production server.
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Final
+from urllib.parse import urlsplit
 
 from apiflow.world import HttpRequest, TransportError, WorldSession
+
+MAX_BODY_BYTES: Final = 262_144
+"""Largest request body the server reads: the ``argument_chars`` bound of the in-process tools."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -19,17 +24,40 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def _handle(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
+        # The client is untrusted (an external agent): its body is bounded like a tool call's
+        # arguments (docs/design/031), and a malformed request is a 400, never a dead handler.
+        declared = (self.headers.get("content-length") or "0").strip()
+        if not declared.isdigit():
+            self.close_connection = True
+            self._bad_request(f"invalid content-length {declared[:40]!r}")
+            return
+        length = int(declared)
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True  # the body is left unread
+            self._write(413, {"content-type": "application/json"}, json.dumps({
+                "error": "payload_too_large", "detail": f"body over {MAX_BODY_BYTES:,} bytes",
+            }))  # fmt: skip
+            return
         raw = self.rfile.read(length).decode("utf-8", "replace") if length else None
+        try:
+            urlsplit(self.path)
+        except ValueError as exc:  # e.g. "Invalid IPv6 URL": no request the world can parse
+            self._bad_request(str(exc))
+            return
         headers = {k.lower(): v for k, v in self.headers.items()}
         request = HttpRequest(self.command, self.path, headers, raw)
         try:
             with self.server.lock:
                 response = self.server.session.send(request)
         except TransportError as exc:
-            self._write(400, {"content-type": "application/json"}, f'{{"error": "bad_request", "detail": "{exc}"}}')
+            self._bad_request(str(exc))
             return
         self._write(response.status, response.headers, response.text or "")
+
+    def _bad_request(self, detail: str) -> None:
+        self._write(
+            400, {"content-type": "application/json"}, json.dumps({"error": "bad_request", "detail": detail})
+        )
 
     def _write(self, status: int, headers: dict[str, str], text: str) -> None:
         data = text.encode()
