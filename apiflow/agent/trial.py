@@ -11,8 +11,9 @@ import asyncio
 import logging
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
+from apiflow.agent.canaries import canary_literals, salted_task
 from apiflow.agent.ids import agent_version, derived_seed, trial_id_for
 from apiflow.agent.intake import TURN_BOUNDS
 from apiflow.agent.loop import LoopOutcome, TrialLimits, harness_error_text, run_loop
@@ -32,6 +33,7 @@ from apiflow.results.record import (
 from apiflow.tools import Toolbox, Workspace, tool_schema_hash, tool_schemas
 from apiflow.tools.limits import TOOL_BOUNDS
 from apiflow.world import WorldDef, WorldSession
+from apiflow.world.canaries import CanaryCodec
 
 GRADING_RULES = "apiflow-1.1"
 """The rule set live trials are graded with: ``published-1.0`` plus the grader-exploit audit's fixes
@@ -57,6 +59,7 @@ class _Trial:
         self.messages: list[dict[str, Any]] = initial_messages(task)
         self.workspace: Workspace | None = None
         self.toolbox: Toolbox | None = None
+        self.graded_task = task
 
     def setup(self) -> Toolbox:
         session = WorldSession(
@@ -64,12 +67,19 @@ class _Trial:
             derived_seed("world", self.seed, self.task.id, self.epoch),
             state_overrides=self.task.world_state,
         )
+        spec = session.spec_content()
         self.workspace = Workspace(
             seed_variables=list(self.task.seed),
-            spec_content=session.spec_content(),
+            spec_content=spec,
             id_seed=derived_seed("workspace", self.seed, self.task.id, self.epoch),
         )
-        self.toolbox = Toolbox(self.workspace, session.send)
+        # Bank canaries, ids and tokens take a per-trial form at the world's edge, and the task is
+        # graded against those forms: a value copied from the answer key or another trial fails.
+        codec = CanaryCodec(
+            canary_literals(self.task, spec), derived_seed("canary", self.seed, self.task.id, self.epoch)
+        )
+        self.graded_task = salted_task(self.task, codec)
+        self.toolbox = Toolbox(self.workspace, codec.wrap(session.send))
         return self.toolbox
 
     def evidence(self) -> Evidence:
@@ -77,8 +87,16 @@ class _Trial:
         return evidence_from_workspace(self.workspace, self.messages)
 
     def grade(self) -> Grade | None:
-        t = self.task
+        t = self.graded_task
         return grade(t.predicates, t.checkpoints, t.constraints, self.evidence(), rules=GRADING_RULES)
+
+
+class PlayedTrial(NamedTuple):
+    """A trial played but not graded: what the loop did, its evidence, the spec to grade it by."""
+
+    outcome: LoopOutcome
+    evidence: Evidence
+    task: Task
 
 
 async def trial_evidence(
@@ -89,16 +107,17 @@ async def trial_evidence(
     seed: int,
     epoch: int,
     limits: TrialLimits | None = None,
-) -> tuple[LoopOutcome, Evidence]:
+) -> PlayedTrial:
     """Play one trial exactly as ``run_trial`` does and return its evidence, ungraded.
 
     For callers that grade the same trial under several rule sets (``apiflow bank audit``):
-    world and workspace seeds, loop and evidence builder are the ones of a real trial, so a
-    grade of this evidence under ``GRADING_RULES`` is the verdict ``run_trial`` records.
+    world and workspace seeds, canaries, loop and evidence builder are the ones of a real
+    trial, so grading ``evidence`` against ``task`` (the spec in this trial's per-trial
+    canary forms) under ``GRADING_RULES`` gives the verdict ``run_trial`` records.
     """
     trial = _Trial(task, world, seed, epoch)
     outcome = await run_loop(model, trial.setup(), _SCHEMAS, trial.messages, limits=limits or TrialLimits())
-    return outcome, trial.evidence()
+    return PlayedTrial(outcome, trial.evidence(), trial.graded_task)
 
 
 async def run_trial(

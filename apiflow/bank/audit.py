@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiflow.agent.ids import trial_seed
-from apiflow.agent.trial import GRADING_RULES, trial_evidence
+from apiflow.agent.trial import GRADING_RULES, PlayedTrial, trial_evidence
 from apiflow.bank.loader import Bank
 from apiflow.bank.task import Task
 from apiflow.grading import grade
@@ -153,15 +153,14 @@ class _Player:
         self.bank, self.seed = bank, seed
         self.loop = asyncio.new_event_loop()
 
-    def evidence(self, task: Task, model: ScriptedModel, epoch: int) -> Any:
+    def play(self, task: Task, model: ScriptedModel, epoch: int) -> PlayedTrial:
         world = self.bank.worlds[task.world]
-        coro = trial_evidence(task, world, model, seed=self.seed, epoch=epoch)
-        return self.loop.run_until_complete(coro)[1]
+        return self.loop.run_until_complete(trial_evidence(task, world, model, seed=self.seed, epoch=epoch))
 
     def recorded_refs(self, task: Task) -> dict[int, str]:
         """The response refs an oracle trial of epoch 1 minted, by golden execute index."""
         model = oracle_model(task)
-        self.evidence(task, model, 1)
+        self.play(task, model, 1)
         return dict(model._refs)  # noqa: SLF001 - what a transcript of that trial shows
 
     def close(self) -> None:
@@ -228,10 +227,11 @@ def _audit_task(player: _Player, report: AuditReport, name: str, task: Task) -> 
             report.not_applicable += 1
             continue
         model = adversary_model(name, task, tseed, recorded)
-        evidence = player.evidence(task, model, play_epoch)
+        played = player.play(task, model, play_epoch)
+        spec = played.task  # the grading spec in this trial's per-trial canary forms
         report.trials[cell] += 1
         for rules in dict.fromkeys((report.rules, report.reference)):
-            graded = grade(task.predicates, task.checkpoints, task.constraints, evidence, rules=rules)
+            graded = grade(spec.predicates, spec.checkpoints, spec.constraints, played.evidence, rules=rules)
             for ground, failed in zip(
                 GROUNDS,
                 (not graded.g1_passed, not graded.g2_passed, graded.abstained is not None),

@@ -1,9 +1,10 @@
 """How guessable are the values a replaying agent would copy? Measured over oracle trials.
 
-Three classes of value can be copied from one trial into another: the **refs** the workspace
-mints per trial (``request:req-…/response:resp-…``, drawn from a sha256-derived seed of
-(run seed, task, epoch)); the **bearer tokens** the worlds mint; and the **card canaries**
-(the values the answer card reports). For each class this counts, over E oracle trials of
+Classes of value a replaying agent could copy from one trial into another: the **refs** the
+workspace mints per trial (``request:req-…/response:resp-…``, drawn from a sha256-derived seed
+of (run seed, task, epoch)); the **bearer tokens** the worlds mint and the **card canaries**
+(both salted per trial, ``apiflow.world.canaries``); and the **fixed card values** (a value the
+task itself gives, or a plain word such as a status). For each class this counts, over E oracle trials of
 every task: values seen, distinct values, values shared by two different trials (a replay
 that would line up), and the bits that tell trials apart (log2 of the distinct values per
 task, averaged; 0 means every trial of a task shows the same value). docs/design/011 reads
@@ -24,10 +25,17 @@ from apiflow.bank.loader import Bank
 from apiflow.bank.task import Task
 from apiflow.grading.predicates import leaves
 from apiflow.models.offline import oracle_model
+from apiflow.world.canaries import SEPARATOR, SUFFIX_CHARS
 
 _TOKEN_KEYS = ("access_token", "token")
-_REF_BITS = 24 + 32
-"""``req-`` 6 hex + ``resp-`` 8 hex digits: the nominal space of one response ref."""
+_SUFFIX_BITS = int(SUFFIX_CHARS * math.log2(36))
+NOMINAL_BITS: dict[str, int | None] = {
+    "refs": 24 + 32,  # ``req-`` 6 hex + ``resp-`` 8 hex digits
+    "tokens": _SUFFIX_BITS,  # the per-trial suffix (apiflow.world.canaries)
+    "canaries": _SUFFIX_BITS,
+    "fixed-card": None,  # card values the task gives or that are not distinctive: the same every trial
+}
+"""Size of the space each class is drawn from (``None``: fixed by the bank)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +79,13 @@ def _values(task: Task, evidence: Any) -> dict[str, list[str]]:
         if isinstance(body, dict):
             tokens += [str(body[k]) for k in _TOKEN_KEYS if isinstance(body.get(k), str)]
     wanted = {str(v) for p in task.answer_fields if p.comparator == "string" for v in [p.expected]}
-    canaries = sorted({str(leaf) for e in evidence.exchanges for leaf in leaves(e.response_body)} & wanted)
-    return {"refs": refs, "tokens": tokens, "canaries": canaries}
+    carried = sorted({str(leaf) for e in evidence.exchanges for leaf in leaves(e.response_body)} & wanted)
+    return {
+        "refs": refs,
+        "tokens": tokens,
+        "canaries": [v for v in carried if SEPARATOR in v],
+        "fixed-card": [v for v in carried if SEPARATOR not in v],
+    }
 
 
 def measure(bank: Bank, tasks: Sequence[Task], epochs: int, seed: int = 0) -> list[ValueClass]:
@@ -84,15 +97,15 @@ def measure(bank: Bank, tasks: Sequence[Task], epochs: int, seed: int = 0) -> li
             world = bank.worlds[task.world]
             for epoch in range(1, epochs + 1):
                 coro = trial_evidence(task, world, oracle_model(task), seed=seed, epoch=epoch)
-                _, evidence = loop.run_until_complete(coro)
-                for name, values in _values(task, evidence).items():
+                played = loop.run_until_complete(coro)
+                for name, values in _values(played.task, played.evidence).items():
                     per_task[name][task.id].append(set(values))
     finally:
         loop.close()
-    return [_figures(name, per_task[name], name == "refs") for name in ("refs", "tokens", "canaries")]
+    return [_figures(name, per_task[name], NOMINAL_BITS[name]) for name in NOMINAL_BITS]
 
 
-def _figures(name: str, trials_by_task: dict[str, list[set[str]]], minted: bool) -> ValueClass:
+def _figures(name: str, trials_by_task: dict[str, list[set[str]]], nominal: int | None) -> ValueClass:
     seen = distinct = shared = 0
     bits: list[float] = []
     everything: set[str] = set()
@@ -109,4 +122,4 @@ def _figures(name: str, trials_by_task: dict[str, list[set[str]]], minted: bool)
             bits.append(math.log2(len(counts) / per_trial))
     distinct = len(everything)
     mean_bits = sum(bits) / len(bits) if bits else 0.0
-    return ValueClass(name, seen, distinct, shared, mean_bits, _REF_BITS if minted else None)
+    return ValueClass(name, seen, distinct, shared, mean_bits, nominal)

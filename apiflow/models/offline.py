@@ -2,13 +2,15 @@
 
 They are ordinary ``ModelClient``s with no provider behind them (no litellm, no keys), so a whole
 grid runs offline and the harness can be benchmarked without model latency. A script is a list of
-turns decided up front; the only thing read back from the conversation is the response ref each
-``execute`` returned, because refs are minted per trial and golden calls name them as
-``{{ref:N}}`` (the N-th execute of the golden solution, 0-based).
+turns decided up front; what is read back from the conversation is what a trial mints: the
+response ref each ``execute`` returned (golden calls name them as ``{{ref:N}}``, the N-th execute
+of the golden solution, 0-based), and the per-trial form of each bank value the responses showed
+(``apiflow.world.canaries``), which replaces the bank literal wherever the script names it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import weakref
@@ -18,6 +20,7 @@ from typing import Any
 
 from apiflow.bank.task import GoldenCall, Task
 from apiflow.models.base import GenerateConfig, ModelOutput, ToolCall, Usage
+from apiflow.world.canaries import CANARY_SHAPE, SALTED, SCOPE_HEADER, SEPARATOR
 
 _REF_RE = re.compile(r"\{\{ref:(\d+)\}\}")
 MISSING_REF = "request:req-000000/response:resp-00000000"
@@ -196,19 +199,38 @@ class ScriptedModel:
     _pending: dict[str, int] = field(default_factory=dict)
     _refs: dict[int, str] = field(default_factory=dict)
     _meter: _TokenMeter = field(default_factory=_TokenMeter)
+    _learned: dict[str, str] = field(default_factory=dict)
+    _reader: _CanaryReader | None = None
+    _cut: list[str] = field(default_factory=list)
+    _reads: int = 0
+    _salting: bool = False
 
     def _collect_refs(self, messages: list[dict[str, Any]]) -> None:
-        """Read the response refs of executes answered since the last turn."""
-        if self._pending:
-            for message in messages[self._scan_from :]:
-                index = self._pending.pop(message.get("tool_call_id", ""), None)
-                if index is None:
-                    continue
-                # execute results start with the ref: a regex is enough, no need to parse the body.
-                match = _RESPONSE_REF_RE.match(message["content"])
-                if match:
-                    self._refs[index] = match.group(1)
+        """Read the response refs of executes answered since the last turn, and the per-trial
+        form of every bank canary the tool results showed (``apiflow.world.canaries``): the
+        script names the bank's literal, the agent must send what *this* trial's API said."""
+        learned = len(self._learned)
+        for message in messages[self._scan_from :]:
+            content = message.get("content")
+            if message.get("role") != "tool" or not isinstance(content, str):
+                continue
+            if SEPARATOR in content:
+                self._learned.update((m.group(1), m.group(0)) for m in SALTED.finditer(content))
+            self._salting = self._salting or _SCOPE_MARK in content
+            if (_PREVIEW_MARK in content or _ESCAPED_MARK in content) and (
+                cut := _cut_ref(content)
+            ) is not None:
+                self._cut.append(cut)
+            index = self._pending.pop(message.get("tool_call_id", ""), None) if self._pending else None
+            if index is None:
+                continue
+            # execute results start with the ref: a regex is enough, no need to parse the body.
+            match = _RESPONSE_REF_RE.match(content)
+            if match:
+                self._refs[index] = match.group(1)
         self._scan_from = len(messages)
+        if len(self._learned) != learned:
+            self._reader = _CanaryReader(self._learned)
 
     def _tool_call(self, turn_no: int, i: int, planned: PlannedCall) -> tuple[ToolCall, int]:
         call_id = f"call-{turn_no:03d}-{i}"
@@ -219,6 +241,8 @@ class ScriptedModel:
             size += len(planned.call.name)
         # Without refs the bank's own argument object is passed on as is: nothing downstream
         # mutates tool-call arguments (the workspace copies what it stores).
+        if self._reader is not None:
+            arguments = self._reader.apply(arguments)
         if planned.malformed:
             # Broken JSON, as a model that loses track of its quoting emits it.
             arguments = json.dumps(arguments)[:-1]
@@ -232,8 +256,12 @@ class ScriptedModel:
         """Return the next scripted turn."""
         self._collect_refs(messages)
         turn_no = self._turn
-        self._turn += 1
         turn = self.turns[turn_no] if turn_no < len(self.turns) else _EMPTY_TURN
+        # Read cut responses only in a trial whose world salts (its responses say so): elsewhere
+        # (gate runs, hand-built sessions) the script needs nothing it has not been shown.
+        if self._cut and self._salting and _literals_of(turn) - set(self._learned):
+            return self._read_cut(messages, tools)
+        self._turn += 1
         out_chars = len(turn.text)
         calls = []
         for i, planned in enumerate(turn.calls):
@@ -241,7 +269,68 @@ class ScriptedModel:
             calls.append(call)
             out_chars += size
         usage = self._meter.usage(messages, tools, out_chars)
-        return ModelOutput(text=turn.text, tool_calls=tuple(calls), usage=usage)
+        text = self._reader.apply(turn.text) if self._reader is not None and turn.text else turn.text
+        return ModelOutput(text=text, tool_calls=tuple(calls), usage=usage)
+
+    def _read_cut(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelOutput:
+        """A turn of ``read`` calls for every response seen only through a cut preview.
+
+        The script is about to name a bank value this trial has not shown yet; like an agent that
+        needs a value beyond a preview, it reads the whole responses first (once each).
+        """
+        calls = []
+        for ref in self._cut:
+            calls.append(ToolCall(f"read-{self._reads:03d}", "read", {"entity_ref": ref}))
+            self._reads += 1
+        chars = sum(len(ref) + 30 for ref in self._cut)
+        self._cut = []
+        usage = self._meter.usage(messages, tools, chars)
+        return ModelOutput(text="", tool_calls=tuple(calls), usage=usage)
+
+
+_PREVIEW_MARK = "…"
+_SCOPE_MARK = json.dumps(dict([SCOPE_HEADER]))[1:-1]  # '"x-apiflow-values": "per-trial"' in a result
+_ESCAPED_MARK = "\\u2026"  # the mark as an ASCII-escaped tool result carries it
+
+
+def _cut_ref(content: str) -> str | None:
+    """The response ref of an execute result whose body preview was cut, else None."""
+    match = _RESPONSE_REF_RE.match(content)
+    if match is None:
+        return None
+    try:
+        preview = json.loads(content).get("body_preview")
+    except (ValueError, AttributeError):
+        return None
+    return match.group(1) if isinstance(preview, str) and preview.endswith(_PREVIEW_MARK) else None
+
+
+def _literals_of(turn: Turn) -> set[str]:
+    """Bank canary literals a turn names (only asked while a cut preview is unread: rare)."""
+    text = json.dumps([turn.text, [p.call.arguments for p in turn.calls]])
+    return {m.group(0) for m in CANARY_SHAPE.finditer(text)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _literal_pattern(literals: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(f"(?:{'|'.join(map(re.escape, literals))})(?!{re.escape(SEPARATOR)})")
+
+
+class _CanaryReader:
+    """Swaps each bank literal a script names for the per-trial form the responses showed."""
+
+    def __init__(self, learned: dict[str, str]) -> None:
+        self._learned = dict(learned)
+        self._re = _literal_pattern(tuple(sorted(learned, key=lambda v: (-len(v), v))))
+
+    def apply(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._re.sub(lambda m: self._learned[m.group(0)], value) if value else value
+        if isinstance(value, dict):
+            return {k: self.apply(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.apply(v) for v in value]
+        return value
 
 
 _EMPTY_TURN = Turn()

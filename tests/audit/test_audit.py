@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from apiflow.agent import trial as trial_module
 from apiflow.agent.trial import GRADING_RULES, run_trial_sync
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.bank import audit as audit_module
@@ -19,7 +20,8 @@ from apiflow.models.adversarial import ADVERSARIES
 V1 = DEFAULT_BANK.parent / "v1"
 V1_SAMPLE = 40
 PUBLISHED_PREMATURE = "v1-w12-sub18"
-"""A v1 task whose pre-seeded elevated token lets the key's token be sent before the mint."""
+"""A v1 task whose pre-seeded elevated token lets the key's token be sent before the mint
+(passes ``published-1.0`` when every trial shows the bank's literals)."""
 
 
 @pytest.fixture(scope="module")
@@ -41,26 +43,30 @@ def test_sample_bank_all_tasks_no_exploit(sample_bank) -> None:
     assert sum(report.trials.values()) >= 2 * 150
 
 
-def test_v1_sample_no_exploit_but_published_lets_premature_through(v1_bank) -> None:
+def test_v1_sample_no_exploit_even_under_published_rules(v1_bank) -> None:
     report = audit_bank(v1_bank, sample=V1_SAMPLE)
     assert len({t.split("-")[1] for t in report.tasks}) == 13  # the sample spans every world
     assert report.sound, report.passing()
-    published = report.passing("published-1.0")
-    assert published and {e["adversary"] for e in published} == {"premature"}
-    assert PUBLISHED_PREMATURE in {e["task"] for e in published}
+    assert report.passing("published-1.0") == []  # per-trial canaries refuse the replays on their own
 
 
-def test_a_loosened_rule_set_fails_the_audit(v1_bank) -> None:
-    report = audit_bank(
-        v1_bank, rules="published-1.0", task_ids=[PUBLISHED_PREMATURE], adversaries=["premature"]
-    )
-    assert not report.sound
-    assert report.passing() == [
+@pytest.fixture
+def fixed_canaries(monkeypatch):
+    """The harness as it was before per-trial canaries: every trial shows the bank's literals."""
+    monkeypatch.setattr(trial_module, "canary_literals", lambda task, spec: frozenset())
+
+
+def test_without_per_trial_canaries_the_forward_rule_still_holds(v1_bank, fixed_canaries) -> None:
+    only = {"task_ids": [PUBLISHED_PREMATURE], "adversaries": ["premature"]}
+    assert audit_bank(v1_bank, **only).sound  # apiflow-1.1: a value used before it was received
+    loose = audit_bank(v1_bank, rules="published-1.0", **only)  # the looser rule set lets it through
+    assert not loose.sound
+    assert loose.passing() == [
         {"rules": "published-1.0", "adversary": "premature", "task": PUBLISHED_PREMATURE, "epoch": 1}
     ]
 
 
-def test_a_sabotaged_grader_fails_the_audit(sample_bank, monkeypatch) -> None:
+def test_a_sabotaged_grader_fails_the_audit(sample_bank, monkeypatch, fixed_canaries) -> None:
     real = audit_module.grade
 
     def answers_only(predicates, checkpoints, constraints, evidence, *, rules):
@@ -107,7 +113,7 @@ def test_cli_passes_on_the_sample_bank_and_writes_the_record(tmp_path: Path, cap
     assert refs["shared_between_trials"] == 0 and refs["distinct"] == refs["seen"]
 
 
-def test_cli_exit_code_names_the_exploit(capsys) -> None:
+def test_cli_exit_code_names_the_exploit(capsys, fixed_canaries) -> None:
     code = main(["bank", "audit", str(V1), "--sample", str(V1_SAMPLE), "--rules", "published-1.0"])
     text = capsys.readouterr().out
     assert code == 1

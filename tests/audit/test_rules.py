@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
-from apiflow.agent.trial import trial_evidence
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.grading import Evidence, Exchange, grade
 from apiflow.grading.provenance import answer_carried, received
 from apiflow.grading.rules import APIFLOW_1_1, PUBLISHED, RuleSet
 from apiflow.grading.verdict import NOT_RECEIVED
-from apiflow.models import make_model
+from apiflow.models.adversarial.steps import pattern_path
+from apiflow.models.offline import card_text
 
 
 def test_published_rules_are_untouched() -> None:
@@ -33,27 +31,41 @@ def test_apiflow_1_1_is_published_plus_the_fixes() -> None:
     )
 
 
-def _evidence(task, name):
-    bank = load_bank(DEFAULT_BANK)
-    loop = asyncio.new_event_loop()
-    try:
-        coro = trial_evidence(task, bank.worlds[task.world], make_model(name, task, 1), seed=0, epoch=1)
-        return loop.run_until_complete(coro)[1]
-    finally:
-        loop.close()
-
-
 def test_a_replayed_card_fails_g2_under_provenance_only() -> None:
+    """Grader level, no per-trial canaries: the key's card with none of the calls."""
     task = load_bank(DEFAULT_BANK).task("sample-w01-sub06")
-    evidence = _evidence(task, "apiflow/adv:answer-key")
+    evidence = Evidence(answer_text=card_text(task.expected_card), task_text=task.prompt)
     published = grade(task.predicates, [], [], evidence, rules="published-1.0")
     hardened = grade(task.predicates, [], [], evidence, rules="apiflow-1.1")
     assert published.g2_passed and not published.g1_passed
     assert not hardened.g2_passed
     reasons = [r.entry["detail"].get("reason") for r in hardened.results if r.group == "G2"]
     assert NOT_RECEIVED in reasons
-    oracle = grade(task.predicates, [], [], _evidence(task, "apiflow/oracle"), rules="apiflow-1.1")
-    assert oracle.passed
+
+
+def test_a_value_sent_before_it_was_received_counts_only_under_published() -> None:
+    task = load_bank(DEFAULT_BANK.parent / "v1").task("v1-w01-sub01")
+    flow = next(p for p in task.predicates if getattr(p, "used_in_request_url_pattern", None))
+    target = pattern_path(flow.used_in_request_url_pattern)
+    token = "tk_from_the_answer_key"
+    evidence = Evidence(
+        exchanges=(
+            Exchange.sent(
+                0,
+                {"method": "GET", "url": target, "headers": {"Authorization": f"Bearer {token}"}},
+                status=401,
+                response_body={"error": "invalid_token"},
+            ),
+            Exchange.sent(
+                1,
+                {"method": "POST", "url": pattern_path(flow.from_response_url_pattern)},
+                status=200,
+                response_body={flow.from_body_key: token},
+            ),
+        )
+    )
+    assert grade([flow], [], [], evidence, rules="published-1.0").g1_passed
+    assert not grade([flow], [], [], evidence, rules="apiflow-1.1").g1_passed
 
 
 def _exchange(body) -> Exchange:

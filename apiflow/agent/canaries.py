@@ -1,0 +1,114 @@
+"""Which bank values a trial salts, and the task's grading spec in that trial's per-trial forms.
+
+The codec (``apiflow.world.canaries``) translates values; this module decides *which* values:
+the literals an agent can only learn from the API (card values, stored values, and the ids
+and tokens the golden solution sends), never one the task itself gives (prompt, seeded
+variables, the spec document), since the agent must be able to use those as written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from apiflow.bank.task import Task
+from apiflow.grading.spec import WorkspaceValueSpec
+from apiflow.world.canaries import CANARY_SHAPE, CanaryCodec
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+class _PerTask:
+    """Values derived once per task object (banks hand the same objects to every trial)."""
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[weakref.ref[Task], Any]] = {}
+
+    def get(self, task: Task, compute: Callable[[], Any]) -> Any:
+        key = id(task)
+        hit = self._items.get(key)
+        if hit is not None and hit[0]() is task:
+            return hit[1]
+        value = compute()
+        self._items[key] = (weakref.ref(task, lambda _r: self._items.pop(key, None)), value)
+        return value
+
+
+_literals = _PerTask()
+_templates = _PerTask()
+
+
+def canary_literals(task: Task, spec_content: Any) -> frozenset[str]:
+    """The literals a trial of ``task`` salts (see module docstring); computed once per task."""
+    found: frozenset[str] = _literals.get(task, lambda: _find_literals(task, spec_content))
+    return found
+
+
+def _find_literals(task: Task, spec_content: Any) -> frozenset[str]:
+    found: set[str] = set()
+    sources: list[Any] = [
+        task.expected_card,
+        [p.value for p in task.predicates if isinstance(p, WorkspaceValueSpec)],
+    ]
+    sources += [call.arguments for step in task.golden for call in step.calls]
+    for text in _strings(sources):
+        found.update(m.group(0) for m in CANARY_SHAPE.finditer(text))
+    given = "\n".join([task.prompt, json.dumps([s.value for s in task.seed]), json.dumps(spec_content)])
+    return frozenset(v for v in found if v not in given)
+
+
+def _salt_spec(value: Any, codec: CanaryCodec, key: str = "") -> Any:
+    if isinstance(value, str):
+        return codec.salt_pattern(value) if "pattern" in key else codec.salt_text(value)
+    if isinstance(value, dict):
+        return {k: _salt_spec(v, codec, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_salt_spec(v, codec, key) for v in value]
+    return value
+
+
+_SPEC_LISTS = ("predicates", "checkpoints", "constraints")
+
+
+def _template(task: Task, literals: frozenset[str]) -> dict[str, list[tuple[Any, dict[str, Any] | None]]]:
+    """Per spec list: (spec, its dump when it names a literal, else None), computed once per task."""
+    out: dict[str, list[tuple[Any, dict[str, Any] | None]]] = {}
+    for name in _SPEC_LISTS:
+        rows: list[tuple[Any, dict[str, Any] | None]] = []
+        for spec in getattr(task, name):
+            dumped = spec.model_dump()
+            texts = list(_strings(dumped))
+            names = any(v in t or re.escape(v) in t for v in literals for t in texts)
+            rows.append((spec, dumped if names else None))
+        out[name] = rows
+    return out
+
+
+def salted_task(task: Task, codec: CanaryCodec) -> Task:
+    """``task`` with its predicates, checkpoints and constraints in this trial's per-trial forms.
+
+    Only the specs that name a salted literal are rebuilt; the rest are the bank's own objects.
+    """
+    if not codec:
+        return task
+    template = _templates.get(task, lambda: _template(task, frozenset(codec.forward)))
+    update = {
+        name: [
+            spec if dumped is None else type(spec).model_validate(_salt_spec(dumped, codec))
+            for spec, dumped in rows
+        ]
+        for name, rows in template.items()
+    }
+    return task.model_copy(update=update)

@@ -1,0 +1,168 @@
+"""Per-trial canaries: the values a bank fixes, made different in every trial at the world's edge.
+
+A bank's card canaries, receipts, minted ids and bearer tokens are literals in its files, so
+anyone who has read the released tasks or a transcript knows them. The codec gives each such
+literal a per-trial form, ``<literal>~<6 base-36 characters>`` (the suffix is sha256 of the
+trial's canary seed and the literal: about 31 bits, different in every trial), and sits
+between the agent and the world:
+
+* **outbound** every response (body, text, headers) shows the agent only the per-trial form,
+  and says so in an ``x-apiflow-values: per-trial`` header;
+* **inbound** the per-trial form is turned back into the literal before the world sees the
+  request, so the world's rules and state keep working on bank values, while a *bare*
+  literal, or a literal with another trial's suffix, arrives marked (``<literal>~0``) and
+  matches nothing: a value copied from the answer key or another trial is refused.
+
+The grader compares against the same per-trial forms (``salt_text``/``salt_pattern``), so a
+card or a request carrying a replayed value fails. The world itself stays pure and unchanged;
+the codec is a pure function of (literals, seed). docs/design/011-grader-exploit-audit.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from apiflow.world.http import HttpRequest, HttpResponse, body_text
+
+CANARY_SHAPE = re.compile(r"(?:[a-z]{2,6}-[0-9a-f]{4,6}-[0-9a-f]{3,4}|tk_[a-z0-9]+(?:_[a-z0-9]+)+)")
+"""Literals distinctive enough to salt: minted ids/refs (``smk-e36f-0db4``, ``smkgr-2c8a6c-736``)
+and bearer tokens (``tk_ember_18c65b``). Plain words (``committed``) are never salted."""
+
+SEPARATOR = "~"
+SUFFIX_CHARS = 6
+SALTED = re.compile(f"({CANARY_SHAPE.pattern}){SEPARATOR}([0-9a-z]{{{SUFFIX_CHARS}}})")
+"""A per-trial form as it appears in a response (what an agent that reads responses learns)."""
+
+REPLAYED = f"{SEPARATOR}0"
+SCOPE_HEADER = ("x-apiflow-values", "per-trial")
+"""Sent on every response of a salting world: distinctive values here are this trial's own
+(an agent, or a script that names bank values, must take them from the responses)."""
+_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+Send = Callable[[HttpRequest], HttpResponse]
+
+
+def suffix(seed: int, literal: str) -> str:
+    """The per-trial suffix of ``literal`` (6 base-36 characters of sha256(seed, literal))."""
+    number = int.from_bytes(hashlib.sha256(f"canary|{seed}|{literal}".encode()).digest()[:8], "big")
+    chars = []
+    for _ in range(SUFFIX_CHARS):
+        number, digit = divmod(number, 36)
+        chars.append(_ALPHABET[digit])
+    return "".join(chars)
+
+
+class CanaryCodec:
+    """Translates one trial's canaries between the agent's view and the world's.
+
+    Args:
+        literals: Bank values to salt (only those matching ``CANARY_SHAPE`` are kept).
+        seed: The trial's canary seed.
+    """
+
+    def __init__(self, literals: Iterable[str], seed: int) -> None:
+        kept = tuple(sorted({v for v in literals if CANARY_SHAPE.fullmatch(v)}, key=lambda v: (-len(v), v)))
+        self.forward = {v: f"{v}{SEPARATOR}{suffix(seed, v)}" for v in kept}
+        self._out, self._in = _patterns(kept)
+        self._escaped = [(re.escape(v), re.escape(self.forward[v])) for v in kept]
+
+    def __bool__(self) -> bool:
+        return bool(self.forward)
+
+    def salt_text(self, text: str) -> str:
+        """``text`` with every literal in its per-trial form (what the agent sees)."""
+        if self._out is None or not text:
+            return text
+        return self._out.sub(lambda m: self.forward[m.group(0)], text)
+
+    def salt_value(self, value: Any) -> Any:
+        """``salt_text`` over every string inside a JSON value (keys included)."""
+        return _walk(value, self.salt_text)
+
+    def salt_pattern(self, pattern: str) -> str:
+        """A bank regex (URL pattern) rewritten to match the per-trial forms of its literals."""
+        for literal, salted in self._escaped:
+            if literal in pattern:
+                pattern = pattern.replace(literal, salted)
+        return pattern
+
+    def _unsalt_text(self, text: str) -> str:
+        if self._in is None or not text:
+            return text
+
+        def back(match: re.Match[str]) -> str:
+            literal, tail = match.group(1), match.group(2)
+            if tail and self.forward[literal] == literal + tail:
+                return literal
+            return literal + REPLAYED  # a bare literal or another trial's suffix: matches nothing
+
+        return self._in.sub(back, text)
+
+    def inbound(self, request: HttpRequest) -> HttpRequest:
+        """The request as the world sees it: per-trial forms back to literals, replays marked."""
+        if self._in is None:
+            return request
+        return HttpRequest(
+            request.method,
+            self._unsalt_text(request.url),
+            {k: self._unsalt_text(v) if isinstance(v, str) else v for k, v in request.headers.items()},
+            _walk(request.body, self._unsalt_text),
+        )
+
+    def outbound(self, response: HttpResponse) -> HttpResponse:
+        """The response as the agent sees it: every literal in its per-trial form."""
+        if self._out is None:
+            return response
+        text = response.text if response.text is not None else body_text(response.body)
+        if not self._out.search(text) and not any(
+            isinstance(v, str) and self._out.search(v) for v in response.headers.values()
+        ):
+            # nothing to salt (most responses): the world's own body and text, plus the scope header
+            return HttpResponse(
+                response.status,
+                {**response.headers, SCOPE_HEADER[0]: SCOPE_HEADER[1]},
+                response.body,
+                response.text,
+            )
+        body = self.salt_value(response.body)
+        salted_text: str | None = None
+        if response.text is not None:
+            # a JSON body's text is its serialisation; a raw-text body's text is the body
+            salted_text = self.salt_text(response.text) if isinstance(response.body, str) else body_text(body)
+        headers = {k: self.salt_text(v) if isinstance(v, str) else v for k, v in response.headers.items()}
+        headers[SCOPE_HEADER[0]] = SCOPE_HEADER[1]
+        return HttpResponse(response.status, headers, body, salted_text)
+
+    def wrap(self, send: Send) -> Send:
+        """``send`` behind the codec (identity when there is nothing to salt)."""
+        if not self:
+            return send
+
+        def salted_send(request: HttpRequest) -> HttpResponse:
+            return self.outbound(send(self.inbound(request)))
+
+        return salted_send
+
+
+@functools.lru_cache(maxsize=1024)
+def _patterns(literals: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """(outbound, inbound) patterns for a literal set, compiled once per set (one per task)."""
+    if not literals:
+        return None, None
+    alternation = "|".join(map(re.escape, literals))
+    sep = re.escape(SEPARATOR)
+    return re.compile(f"(?:{alternation})(?!{sep})"), re.compile(f"({alternation})((?:{sep}[0-9a-z]+)?)")
+
+
+def _walk(value: Any, fn: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {fn(k) if isinstance(k, str) else k: _walk(v, fn) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_walk(v, fn) for v in value]
+    return value
