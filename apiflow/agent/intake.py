@@ -121,7 +121,8 @@ class TurnIntake:
         if not isinstance(raw, ModelOutput):
             raise TypeError(f"model client returned {type(raw).__name__}, not a ModelOutput")
         self._turn += 1
-        text = self._text(raw.text, "text") or ""
+        checked_text = self._text(raw.text, "text")
+        text = "" if checked_text is None else checked_text
         reasoning = self._text(raw.reasoning, "reasoning")
         chars = 64 + len(text) + len(reasoning or "")
         raw_calls = raw.tool_calls
