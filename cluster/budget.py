@@ -131,7 +131,8 @@ def spend_on_record(store: Any) -> SpendOnRecord:
     attempts that never finished (their driver was killed): the driver checkpoints that figure
     (``unstored_usd``, which already carries forward every earlier attempt's) and the latest
     checkpoint is added. It may count a trial twice (in flight at the checkpoint, stored before
-    the kill): the rebuild errs high, toward stopping early, never toward overspending.
+    the kill): the rebuild errs high, toward stopping early; what it can miss is the spend of
+    calls still in flight at the kill and of calls settled after the last checkpoint.
     """
     rows_usd, failures_usd, objects = store.recorded_spend()
     checkpoints = store.read_checkpoints()
@@ -151,14 +152,16 @@ def checkpoint(
         base: The spend on record when this driver started.
         stored_usd: Spend of the trials this driver has seen stored (rows or failure rows).
 
-    ``unstored_usd`` = everything the ledger has seen spent or reserved minus what sits in rows:
-    the spend a kill right now would leave without a row. Reservations are counted whole (a call
-    in flight may still bill its worst case).
+    ``unstored_usd`` = what the ledger has settled minus what sits in rows: the spend a kill right
+    now would leave without a row. Open reservations are not counted: they are worst cases
+    (a whole ``max_tokens`` reply) and, counted whole at every kill, would close a budget long
+    before it is spent; what a kill can hide is therefore bounded by the calls in flight (each at
+    most its reservation) plus what settled since the last checkpoint.
     """
-    committed = ledger["spent_usd"] + ledger["reserved_usd"]
     in_rows = base.rows_usd + base.failures_usd + stored_usd
     return {"attempt": attempt, "written_at": time.time(), "cap_usd": ledger["cap_usd"],
-            "committed_usd": committed, "unstored_usd": max(0.0, committed - in_rows)}  # fmt: skip
+            "spent_usd": ledger["spent_usd"], "reserved_usd": ledger["reserved_usd"],
+            "unstored_usd": max(0.0, ledger["spent_usd"] - in_rows)}  # fmt: skip
 
 
 def worst_case_usd(prompt_tokens: int, max_tokens: int, prices: Prices) -> float:

@@ -239,7 +239,10 @@ class ResultStore:
         base = self._path(prefix)
         if self._local:
             return [os.path.join(d, f) for d, _, fs in os.walk(base) for f in fs if f.endswith(suffix)]
-        self.fs.invalidate_cache(base)
+        # Forget every cached listing, not only ``base``'s: ``find`` caches the sub-folders it
+        # walks, and s3fs answers ``info``/``open`` of a new object from a stale parent listing
+        # with FileNotFoundError (the chaos suite hit it reading rows written after a first listing).
+        self.fs.invalidate_cache()
         try:
             return [p for p in self.fs.find(base) if p.endswith(suffix)]
         except FileNotFoundError:

@@ -90,6 +90,9 @@ def test_checkpoint_carries_earlier_unstored_spend_forward():
     ticket = ledger.reserve(0.5)
     ledger.settle(ledger.reserve(0.3), 0.3)  # a trial that then stored its row (0.3)
     point = checkpoint("a2", ledger.summary(), base, stored_usd=0.3)
-    assert point["committed_usd"] == pytest.approx(1.75 + 0.3 + 0.5)
-    assert point["unstored_usd"] == pytest.approx(0.25 + 0.5)  # old unstored + the open reservation
-    ledger.settle(ticket, 0.1)
+    assert point["spent_usd"] == pytest.approx(1.75 + 0.3) and point["reserved_usd"] == pytest.approx(0.5)
+    assert point["unstored_usd"] == pytest.approx(
+        0.25
+    )  # the earlier kill's, carried; reservations are not spend
+    ledger.settle(ticket, 0.1)  # the open call settles: a kill now would hide it
+    assert checkpoint("a2", ledger.summary(), base, stored_usd=0.3)["unstored_usd"] == pytest.approx(0.35)
