@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from apiflow.tools.limits import loads_bounded, preview
+from apiflow.tools.limits import loads_bounded, preview, writable_text
 from apiflow.tools.result import ArgumentError
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -51,9 +51,10 @@ def decode_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
     try:
         decoded = loads_bounded(text)
     except ValueError as exc:
-        raise ArgumentError(_decode_message(preview(arguments), str(exc))) from None
+        # Echoed whole, as published: ``loads_bounded`` refused anything over ARGUMENT_CHARS already.
+        raise ArgumentError(_decode_message(writable_text(arguments), str(exc))) from None
     if not isinstance(decoded, dict):
-        raise ArgumentError(_decode_message(preview(arguments), "the arguments must be a JSON object"))
+        raise ArgumentError(_decode_message(writable_text(arguments), "the arguments must be a JSON object"))
     return decoded
 
 
