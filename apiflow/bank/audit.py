@@ -157,11 +157,12 @@ class _Player:
         world = self.bank.worlds[task.world]
         return self.loop.run_until_complete(trial_evidence(task, world, model, seed=self.seed, epoch=epoch))
 
-    def recorded_refs(self, task: Task) -> dict[int, str]:
-        """The response refs an oracle trial of epoch 1 minted, by golden execute index."""
+    def recording(self, task: Task) -> tuple[dict[int, str], dict[str, str]]:
+        """What a transcript of an oracle trial of epoch 1 shows: its response refs (by golden
+        execute index) and its per-trial forms of the bank values."""
         model = oracle_model(task)
         self.play(task, model, 1)
-        return dict(model._refs)  # noqa: SLF001 - what a transcript of that trial shows
+        return dict(model._refs), model.learned_values()  # noqa: SLF001 - the transcript's refs
 
     def close(self) -> None:
         self.loop.close()
@@ -180,8 +181,8 @@ def audit_bank(
 ) -> AuditReport:
     """Run every adversary on every (sampled) task for ``epochs`` epochs and count the passes.
 
-    ``epoch-replay`` replays into epoch ``e + 1`` the refs an oracle trial minted in epoch 1
-    (its "epoch 1" is the recording, so it never plays epoch 1 itself).
+    ``epoch-replay`` replays into epoch ``e + 1`` the refs and per-trial values an oracle trial of
+    epoch 1 showed (its "epoch 1" is the recording, so it never plays epoch 1 itself).
 
     Args:
         bank: The bank.
@@ -218,7 +219,7 @@ def audit_bank(
 
 
 def _audit_task(player: _Player, report: AuditReport, name: str, task: Task) -> None:
-    recorded = player.recorded_refs(task) if name == "epoch-replay" else None
+    recorded = player.recording(task) if name == "epoch-replay" else None
     cell = (name, task.world, task.axis or task.kind)
     for epoch in range(1, report.epochs + 1):
         play_epoch = epoch + 1 if recorded is not None else epoch
@@ -226,7 +227,8 @@ def _audit_task(player: _Player, report: AuditReport, name: str, task: Task) -> 
         if adversary_plan(name, task, tseed) is None:
             report.not_applicable += 1
             continue
-        model = adversary_model(name, task, tseed, recorded)
+        refs, values = recorded or ({}, {})
+        model = adversary_model(name, task, tseed, refs, values)
         played = player.play(task, model, play_epoch)
         spec = played.task  # the grading spec in this trial's per-trial canary forms
         report.trials[cell] += 1

@@ -232,6 +232,18 @@ class ScriptedModel:
         if len(self._learned) != learned:
             self._reader = _CanaryReader(self._learned)
 
+    def replay_from(self, refs: dict[int, str], values: dict[str, str]) -> None:
+        """Start from what another trial showed: its response refs (by golden execute index) and
+        its per-trial forms of bank values. For the replay adversaries: a transcript's values."""
+        self._refs.update(refs)
+        self._learned.update(values)
+        if self._learned:
+            self._reader = _CanaryReader(self._learned)
+
+    def learned_values(self) -> dict[str, str]:
+        """The per-trial forms this trial's responses showed, by bank literal."""
+        return dict(self._learned)
+
     def _tool_call(self, turn_no: int, i: int, planned: PlannedCall) -> tuple[ToolCall, int]:
         call_id = f"call-{turn_no:03d}-{i}"
         has_refs, size = _call_memo.get(planned.call, _call_info)

@@ -92,3 +92,29 @@ def test_replayable_values_are_distinct_across_trials() -> None:
     assert figures["refs"].shared == 0 and figures["refs"].distinct == figures["refs"].seen
     assert figures["canaries"].shared == 0 and figures["canaries"].seen > 0
     assert figures["fixed-card"].bits_between_trials == 0.0  # what the task gives stays as given
+
+
+def test_values_replayed_from_another_epoch_are_refused() -> None:
+    bank = load_bank(DEFAULT_BANK)
+    task = bank.task("sample-w01-sub06")
+    oracle = make_model("apiflow/oracle", task, 1)
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(trial_evidence(task, bank.worlds[task.world], oracle, seed=0, epoch=1))
+        epoch_one = oracle.learned_values()
+        assert epoch_one  # the oracle read its per-trial values off the responses
+        from apiflow.models.adversarial import adversary_model
+
+        replayer = adversary_model("epoch-replay", task, 2, {}, epoch_one)
+        played = loop.run_until_complete(
+            trial_evidence(task, bank.worlds[task.world], replayer, seed=0, epoch=2)
+        )
+    finally:
+        loop.close()
+    sent = " ".join(e.text for e in played.evidence.exchanges) + played.evidence.answer_text
+    assert any(v in sent for v in epoch_one.values())  # it did send and report epoch 1's forms
+    spec = played.task
+    graded = grade(
+        spec.predicates, spec.checkpoints, spec.constraints, played.evidence, rules="published-1.0"
+    )
+    assert not graded.g1_passed and not graded.g2_passed  # refused even by the published rules

@@ -83,7 +83,11 @@ def adversary_plan(name: str, task: Task, seed: int) -> list[Turn] | None:
 
 
 def adversary_model(
-    name: str, task: Task, seed: int, recorded_refs: Mapping[int, str] | None = None
+    name: str,
+    task: Task,
+    seed: int,
+    recorded_refs: Mapping[int, str] | None = None,
+    recorded_values: Mapping[str, str] | None = None,
 ) -> ScriptedModel:
     """``apiflow/adv:<name>`` for one trial of ``task``.
 
@@ -94,6 +98,8 @@ def adversary_model(
         recorded_refs: For ``epoch-replay``: the response refs an earlier trial minted, by golden
             execute index (the audit records them from an oracle trial of epoch 1). Without them
             the skipped steps' refs are simply missing.
+        recorded_values: For ``epoch-replay``: that trial's per-trial forms of the bank values, sent
+            (and reported) in place of the literals, as a transcript would show them.
 
     A task that offers the cheat nothing gets the plain answer-key script (still a cheat:
     the card without the calls), so every adversary is defined on every task.
@@ -103,8 +109,8 @@ def adversary_model(
     """
     turns = adversary_plan(name, task, seed) or f.answer_key(task, adversary_rng(name, task.id, seed)) or []
     model = ScriptedModel(ADV_PREFIX + name, turns)
-    if recorded_refs:
-        model._refs.update(recorded_refs)  # noqa: SLF001 - the replayed refs stand in for the skipped calls
+    if recorded_refs or recorded_values:
+        model.replay_from(dict(recorded_refs or {}), dict(recorded_values or {}))
     return model
 
 
