@@ -143,8 +143,10 @@ def parse_arguments(raw: str | None) -> dict[str, Any] | str:
     The raw text goes to the toolbox, which returns a ``parsing`` tool error the model can react
     to; the loop counts it. The only repair is an absent/empty string, read as ``{}``.
     """
-    if raw is None or not raw.strip():
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
         return {}
+    if not isinstance(raw, str):
+        return raw  # not text at all: the loop's intake records and refuses it as arguments_type
     try:
         value = json.loads(raw)
     except (ValueError, RecursionError):  # nested past the recursion limit: raw text, bounded by the toolbox
@@ -158,6 +160,15 @@ def _get(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
+def _tokens(value: Any) -> int:
+    """A token count as the provider sent it; what is not a finite number counts 0 (the loop's
+    intake bounds the rest, docs/design/031) rather than raising out of ``generate``."""
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
 def usage_from_response(usage: Any) -> Usage:
     """litellm usage -> our ``Usage`` by priced kind.
 
@@ -167,14 +178,14 @@ def usage_from_response(usage: Any) -> Usage:
     """
     if usage is None:
         return Usage()
-    prompt = int(_get(usage, "prompt_tokens") or 0)
-    completion = int(_get(usage, "completion_tokens") or 0)
+    prompt = _tokens(_get(usage, "prompt_tokens"))
+    completion = _tokens(_get(usage, "completion_tokens"))
     prompt_details = _get(usage, "prompt_tokens_details")
-    cache_read = int(_get(prompt_details, "cached_tokens") or _get(usage, "cache_read_input_tokens") or 0)
-    cache_write = int(
-        _get(prompt_details, "cache_write_tokens") or _get(usage, "cache_creation_input_tokens") or 0
+    cache_read = _tokens(_get(prompt_details, "cached_tokens") or _get(usage, "cache_read_input_tokens"))
+    cache_write = _tokens(
+        _get(prompt_details, "cache_write_tokens") or _get(usage, "cache_creation_input_tokens")
     )
-    reasoning = int(_get(_get(usage, "completion_tokens_details"), "reasoning_tokens") or 0)
+    reasoning = _tokens(_get(_get(usage, "completion_tokens_details"), "reasoning_tokens"))
     return Usage(
         input=max(0, prompt - cache_read - cache_write),
         output=max(0, completion - reasoning),
