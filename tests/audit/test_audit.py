@@ -11,7 +11,7 @@ from apiflow.agent import trial as trial_module
 from apiflow.agent.trial import GRADING_RULES, run_trial_sync
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.bank import audit as audit_module
-from apiflow.bank.audit import audit_bank, record_text
+from apiflow.bank.audit import audit_bank, record_text, sample_tasks
 from apiflow.cli import main
 from apiflow.grading.spec import AnswerFieldSpec
 from apiflow.models import make_model
@@ -163,3 +163,24 @@ def test_informational_probes_are_reported_but_never_fail_the_audit(v1_bank) -> 
     probes = report.passing(informational=True)
     assert probes and report.sound  # w11 chains let a stored receipt of an earlier segment go unchecked
     assert report.as_dict()["informational_passes"]["apiflow-1.1"] == len(probes)
+
+
+@pytest.mark.parametrize(("model", "passes"), [("apiflow/oracle", True), ("apiflow/blank", False)])
+def test_live_rules_pass_the_oracle_and_fail_the_blank_model(model, passes, sample_bank, v1_bank) -> None:
+    for bank, tasks in (
+        (sample_bank, list(sample_bank.tasks.values())),
+        (v1_bank, sample_tasks(v1_bank, V1_SAMPLE)),
+    ):
+        for task in tasks:
+            record = run_trial_sync(
+                task,
+                bank.worlds[task.world],
+                make_model(model, task, 3),
+                seed=3,
+                epoch=2,
+                bank_name=bank.name,
+                bank_hash=bank.hash,
+                run_id="audit",
+                model_slug="m",
+            )
+            assert record.passed is passes, (model, task.id, record.failure_reason)
