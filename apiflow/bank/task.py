@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, NewType
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from apiflow.grading.spec import (
     AnswerFieldSpec,
@@ -13,6 +13,7 @@ from apiflow.grading.spec import (
     ConstraintSpec,
     PredicateSpec,
 )
+from apiflow.world.patterns import PatternError, compile_pattern
 
 TaskId = NewType("TaskId", str)
 
@@ -86,6 +87,29 @@ class Task(BaseModel):
         if not TASK_ID_RE.match(value):
             raise ValueError(f"task id {value!r} is not <bank>-wNN-subMM or <bank>-wNN-chain-1toKK")
         return value
+
+    @model_validator(mode="after")
+    def _linear_patterns(self) -> Task:
+        # Every URL pattern the grader will evaluate must compile under RE2 (linear time): a bank
+        # with a backreference or look-around is refused here, naming the field, not at grading.
+        for where, pattern in self.url_patterns():
+            try:
+                compile_pattern(pattern)
+            except PatternError as exc:
+                raise ValueError(f"{where}: {exc}") from None
+        return self
+
+    def url_patterns(self) -> list[tuple[str, str]]:
+        """Every (field, pattern) the grader matches against URLs for this task."""
+        found: list[tuple[str, str]] = []
+        for index, spec in enumerate(self.predicates):
+            for name in ("url_pattern", "from_response_url_pattern", "used_in_request_url_pattern"):
+                value = getattr(spec, name, None)
+                if isinstance(value, str):
+                    found.append((f"predicates.{index}.{name}", value))
+        found += [(f"checkpoints.{i}.url_pattern", c.url_pattern) for i, c in enumerate(self.checkpoints)]
+        found += [(f"constraints.{i}.url_pattern", c.url_pattern) for i, c in enumerate(self.constraints)]
+        return found
 
     @property
     def answer_fields(self) -> list[AnswerFieldSpec]:
