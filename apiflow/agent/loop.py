@@ -29,11 +29,9 @@ from apiflow.tools.limits import writable_text
 LimitName = Literal["messages", "tool_calls", "tokens", "time", "transcript_chars"]
 
 _MESSAGE_OVERHEAD = 64  # characters charged per message beyond its strings (keys, ids, punctuation)
-_EXCESS_CALL = ToolResult.failed(
-    "unknown",
+_EXCESS_CALL_MESSAGE = (
     f"Not run: this turn has more than {TURN_TOOL_CALLS} tool calls (limit parallel_calls = "
-    f"{TURN_TOOL_CALLS}); send at most {TURN_TOOL_CALLS} per turn.",
-    limit="parallel_calls",
+    f"{TURN_TOOL_CALLS}); send at most {TURN_TOOL_CALLS} per turn."
 )
 
 _ABSTAIN_TOOLS = {"clarify": Termination.CLARIFY, "report_blocked": Termination.REPORT_BLOCKED}
@@ -186,8 +184,8 @@ class _Loop:
                 result = self.tools.call(call.name, turn.run_arguments[index])
                 self.out.tool_calls += 1
                 self.out.parse_errors += bool(result.parse_error)
-            else:
-                result = _EXCESS_CALL
+            else:  # a fresh result per call: messages must not share one error dict
+                result = ToolResult.failed("unknown", _EXCESS_CALL_MESSAGE, limit="parallel_calls")
             self.out.tool_errors += result.error is not None
             limit = getattr(result, "limit", None)
             if limit is not None:
