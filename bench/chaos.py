@@ -93,9 +93,12 @@ class Suite:
     hang_s: float = 5.0
     call_timeout_s: float = 4.0
     budget_fraction: float = 0.4
+    max_attempts: int = 2
+    """Attempts per provider call. Low on purpose: ~1 % of calls exhaust their retries, so trials end as
+    provider outcomes (failure rows) and the resume path that retries them is exercised too."""
     actors: int = 4
     trials_per_actor: int = 16
-    deadline_s: float = 1200.0
+    deadline_s: float = 2400.0
     budget_rerun: bool = True
     """Rerun the budget grid once more after BUDGET REACHED (it may spend only the room left)."""
     seed: int = 9
@@ -114,6 +117,7 @@ class Chaos:
         self.moto = moto
         self.options = moto.bucket("chaos")
         self.figures: list[Figures] = []
+        self.drivers: list[subprocess.Popen[bytes]] = []
         self.checks: list[Check] = []
         self.clean: dict[str, tuple[Any, ...]] = {}
         self.clean_calls = 0
@@ -146,7 +150,7 @@ class Chaos:
             "models": [{"model": m, "params": params, "max_tokens": 1024} for m in MODELS],
             "tasks": {"kind": "solo", "count": per_model},
             "out": f"s3://chaos/{name}", "storage_options": self.options, "price_table": str(self.prices_path),
-            "retry": {"max_attempts": 8, "base_s": 0.05, "max_wait_s": 0.5, "max_elapsed_s": 120},
+            "retry": {"max_attempts": self.s.max_attempts, "base_s": 0.05, "max_wait_s": 0.5, "max_elapsed_s": 120},
             "concurrency": {"actors": self.s.actors, "trials_per_actor": self.s.trials_per_actor},
             "budget_usd": budget,
         }  # fmt: skip
@@ -171,10 +175,12 @@ class Chaos:
     # ---- drivers ----------------------------------------------------------------------------------
     def driver(self, grid: Path, log_name: str) -> subprocess.Popen[bytes]:
         log = open(self.s.work / f"{log_name}.log", "wb")  # noqa: SIM115 - closed with the process
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "cluster.driver", str(grid), "--address", self.cluster.address, "--no-progress"],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
+        self.drivers.append(proc)
+        return proc
 
     def finish(self, proc: subprocess.Popen[bytes], deadline: float) -> int:
         """Wait for a driver until the deadline; past it the driver is killed (and that is reported)."""
@@ -526,6 +532,7 @@ def run(suite: Suite, scenarios: list[str]) -> tuple[list[str], bool]:
     """Start the cluster and S3, run the scenarios, stop everything; ``(report lines, all checks passed)``."""
     cluster, moto = TwoNodeCluster(), MotoS3()
     began = time.monotonic()
+    chaos: Chaos | None = None
     try:
         s3_up = threading.Thread(target=moto.start, daemon=True)  # meanwhile the head starts
         s3_up.start()
@@ -544,6 +551,10 @@ def run(suite: Suite, scenarios: list[str]) -> tuple[list[str], bool]:
             except Exception as exc:  # noqa: BLE001 - one broken scenario must not hide the others' figures
                 chaos.check(f"{name}: scenario ran to its end", False, f"{type(exc).__name__}: {exc}"[:300])
     finally:
+        for proc in chaos.drivers if chaos else []:  # an interrupted bench leaves no driver behind
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         cluster.stop()
         moto.stop()
     lines = [f"chaos suite: {suite.trials} trials x scenarios {','.join(scenarios)}; cluster + S3 up in "
