@@ -57,7 +57,11 @@ class SafePattern:
             return True
         # The bytes entry point of the binding is ~4x cheaper than its str one (no offset
         # bookkeeping); "surrogatepass" keeps a lone surrogate sent by a model from raising.
-        return self.regexp.search(text.encode("utf-8", "surrogatepass")) is not None
+        if self.regexp.search(text.encode("utf-8", "surrogatepass")) is not None:
+            return True
+        # Python's `$` also matches just before a final newline; RE2's only at the very end.
+        # Searching the text without that newline as well gives Python's answer.
+        return text.endswith("\n") and self.regexp.search(text[:-1].encode("utf-8", "surrogatepass")) is not None
 
 
 def _top_level_alternation(pattern: str) -> bool:
