@@ -79,6 +79,8 @@ class Ray:
                 num_cpus=os.cpu_count() or 2,
                 include_dashboard=False,
                 _temp_dir=temp_dir,
+                # Loopback only: by default Ray binds the machine's interface address.
+                _node_ip_address="127.0.0.1",
                 logging_level=logging.ERROR,
                 log_to_driver=False,
             )

@@ -17,7 +17,8 @@ def ray_session():
 
     temp_dir = tempfile.mkdtemp(prefix="afr-", dir="/tmp")  # unix socket paths must stay short
     ray.init(
-        num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, logging_level="ERROR", log_to_driver=False
+        num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, logging_level="ERROR", log_to_driver=False,
+        _node_ip_address="127.0.0.1",  # loopback only
     )
     try:
         yield ray

@@ -64,7 +64,7 @@ def test_ray_job_submit_runs_the_demo_grid(tmp_path):
     out = tmp_path / "demo"
     try:
         subprocess.run(
-            [str(VENV_BIN / "ray"), "start", "--head", f"--temp-dir={temp_dir}", f"--port={port}",
+            [str(VENV_BIN / "ray"), "start", "--head", f"--temp-dir={temp_dir}", f"--port={port}", "--node-ip-address=127.0.0.1",
              f"--dashboard-port={dashboard}", "--dashboard-host=127.0.0.1", "--num-cpus=2",
              f"--ray-client-server-port={free_port()}", "--disable-usage-stats"],
             env=env, check=True, capture_output=True, timeout=180,

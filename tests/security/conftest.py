@@ -74,7 +74,8 @@ def keyed_ray(fake_keys: FakeKeys) -> Iterator[Path]:
 
     temp_dir = tempfile.mkdtemp(prefix="afs-", dir="/tmp")  # unix socket paths must stay short
     ray.init(
-        num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, logging_level="ERROR", log_to_driver=False
+        num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, logging_level="ERROR", log_to_driver=False,
+        _node_ip_address="127.0.0.1",  # loopback only
     )
     try:
         yield Path(temp_dir)
