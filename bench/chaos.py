@@ -550,6 +550,7 @@ def run(suite: Suite, scenarios: list[str]) -> tuple[list[str], bool]:
                 getattr(chaos, f"scenario_{name}")()
             except Exception as exc:  # noqa: BLE001 - one broken scenario must not hide the others' figures
                 chaos.check(f"{name}: scenario ran to its end", False, f"{type(exc).__name__}: {exc}"[:300])
+            print("\n".join(chaos.table()), file=sys.stderr, flush=True)  # so far: an interrupted run keeps its figures
     finally:
         for proc in chaos.drivers if chaos else []:  # an interrupted bench leaves no driver behind
             if proc.poll() is None:
