@@ -92,7 +92,9 @@ def test_prefilter_keeps_re_search_semantics(pattern: str, text: str, expected: 
     assert (re.search(pattern, text) is not None) is expected
 
 
-@pytest.mark.parametrize("pattern", ["(a)\\1", "(?=a)b", "(?<!x)y", "a" * (MAX_PATTERN_LENGTH + 1)])
+@pytest.mark.parametrize(
+    "pattern", ["(a)\\1", "(?=a)b", "(?<!x)y", "a" * (MAX_PATTERN_LENGTH + 1), "[a-z]{1000}" * 4, "\\pL{1000}" * 3]
+)
 def test_re2_refusals_are_one_line_errors_and_regrade_matches_them_literally(pattern: str) -> None:
     with pytest.raises(PatternError) as refused:
         compile_pattern(pattern)
