@@ -69,11 +69,18 @@ def _find_literals(task: Task, spec_content: Any) -> frozenset[str]:
     return frozenset(v for v in found if v not in given)
 
 
+_GRADED_VALUES = frozenset({"expected", "value", "body_contains"})
+"""Spec fields whose values the grader compares with what the agent sent or reported (the
+explanations and prompt quotes are prose for readers and stay as written)."""
+
+
 def _salt_spec(value: Any, codec: CanaryCodec, key: str = "") -> Any:
     if isinstance(value, str):
-        return codec.salt_pattern(value) if "pattern" in key else codec.salt_text(value)
+        if "pattern" in key:
+            return codec.salt_pattern(value)
+        return codec.salt_text(value) if key in _GRADED_VALUES else value
     if isinstance(value, dict):
-        return {k: _salt_spec(v, codec, k) for k, v in value.items()}
+        return {k: _salt_spec(v, codec, k if key not in _GRADED_VALUES else key) for k, v in value.items()}
     if isinstance(value, list):
         return [_salt_spec(v, codec, key) for v in value]
     return value

@@ -11,46 +11,65 @@ not copied. Rationale and measurements: docs/design/011-grader-exploit-audit.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
 from typing import Any
 
 from apiflow.grading.answer import set_tokens
 from apiflow.grading.evidence import Evidence
 from apiflow.grading.predicates import leaves
 
+_NOT_ALNUM = re.compile(r"[\W_]+")
+r"""What the comparator drops (``str.isalnum`` is ``\w`` without the underscore)."""
+
 
 def _key(value: Any) -> str:
     text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-    return "".join(ch for ch in text.lower() if ch.isalnum())
+    return _NOT_ALNUM.sub("", text.lower())
 
 
-@dataclass(frozen=True, slots=True)
 class Received:
-    """What the responses of one trial carried, in comparator-normalised form.
+    """What the responses of one trial carried, looked up the cheap way first.
 
-    Attributes:
-        values: Normalised scalar leaves of every known JSON response body.
-        texts: Normalised raw text bodies and the task's own text (the prompt): a value
-            inside either was given to the agent in this trial.
-        unknown: Some response body is unknown (a cut preview in a regraded transcript).
+    A value passes at once when it appears verbatim in a response's serialised body (the common
+    case: the agent copied it); only otherwise are the comparator-normalised leaves of every
+    body computed (once) and compared. The task's own text counts as carried too.
     """
 
-    values: frozenset[str]
-    texts: tuple[str, ...]
-    unknown: bool
+    def __init__(self, bodies: list[Any], task_text: str, unknown: bool) -> None:
+        self._bodies = bodies
+        self._raw = [b if isinstance(b, str) else json.dumps(b, ensure_ascii=False) for b in bodies]
+        self._raw.append(task_text)
+        self._normalised: tuple[frozenset[str], tuple[str, ...]] | None = None
+        self.unknown = unknown
+
+    def _index(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        if self._normalised is None:
+            values: set[str] = set()
+            texts = [_key(self._raw[-1])] if self._raw[-1] else []
+            for body in self._bodies:
+                if isinstance(body, str):
+                    texts.append(_key(body))
+                else:
+                    values.update(_key(leaf) for leaf in leaves(body))
+            self._normalised = frozenset(values - {""}), tuple(texts)
+        return self._normalised
 
     def carried(self, value: Any) -> bool | None:
         """True when a response carried ``value``; ``None`` when only an unknown body could have."""
+        text = value if isinstance(value, str) else None
+        if text and any(text in raw for raw in self._raw):
+            return True
         key = _key(value)
-        if key and (key in self.values or any(key in text for text in self.texts)):
+        values, texts = self._index()
+        if key and (key in values or any(key in t for t in texts)):
             return True
         return None if self.unknown else False
 
 
 def received(evidence: Evidence) -> Received:
-    """The normalised values the trial's responses carried."""
-    values: set[str] = set()
-    texts: list[str] = [_key(evidence.task_text)] if evidence.task_text else []
+    """The values the trial's responses (and its task text) carried."""
+    bodies: list[Any] = []
     unknown = False
     for exchange in evidence.exchanges:
         if not exchange.has_response:
@@ -58,12 +77,8 @@ def received(evidence: Evidence) -> Received:
         if not exchange.body_known:
             unknown = True
             continue
-        body = exchange.response_body
-        if isinstance(body, str):
-            texts.append(_key(body))
-        else:
-            values.update(_key(leaf) for leaf in leaves(body))
-    return Received(frozenset(values - {""}), tuple(texts), unknown)
+        bodies.append(exchange.response_body)
+    return Received(bodies, evidence.task_text, unknown)
 
 
 def answer_carried(comparator: str, got: Any, seen: Received) -> bool | None:

@@ -215,7 +215,7 @@ class ScriptedModel:
             if message.get("role") != "tool" or not isinstance(content, str):
                 continue
             if SEPARATOR in content:
-                self._learned.update((m.group(1), m.group(0)) for m in SALTED.finditer(content))
+                self._learn(content)
             self._salting = self._salting or _SCOPE_MARK in content
             if (_PREVIEW_MARK in content or _ESCAPED_MARK in content) and (
                 cut := _cut_ref(content)
@@ -231,6 +231,16 @@ class ScriptedModel:
         self._scan_from = len(messages)
         if len(self._learned) != learned:
             self._reader = _CanaryReader(self._learned)
+
+    def _learn(self, content: str) -> None:
+        """Pick up the per-trial form of each literal the script names (``str.find``, no regex scan);
+        a later response's form replaces an earlier one (a replayed form gives way to this trial's)."""
+        for literal in _script_literals(self.turns):
+            at = content.find(literal + SEPARATOR)
+            if at != -1:
+                match = SALTED.match(content, at)
+                if match is not None and match.group(1) == literal:
+                    self._learned[literal] = match.group(0)
 
     def replay_from(self, refs: dict[int, str], values: dict[str, str]) -> None:
         """Start from what another trial showed: its response refs (by golden execute index) and
@@ -271,7 +281,7 @@ class ScriptedModel:
         turn = self.turns[turn_no] if turn_no < len(self.turns) else _EMPTY_TURN
         # Read cut responses only in a trial whose world salts (its responses say so): elsewhere
         # (gate runs, hand-built sessions) the script needs nothing it has not been shown.
-        if self._cut and self._salting and _literals_of(turn) - set(self._learned):
+        if self._cut and self._salting and self._unseen_literals(turn_no, turn):
             return self._read_cut(messages, tools)
         self._turn += 1
         out_chars = len(turn.text)
@@ -283,6 +293,10 @@ class ScriptedModel:
         usage = self._meter.usage(messages, tools, out_chars)
         text = self._reader.apply(turn.text) if self._reader is not None and turn.text else turn.text
         return ModelOutput(text=text, tool_calls=tuple(calls), usage=usage)
+
+    def _unseen_literals(self, turn_no: int, turn: Turn) -> bool:
+        """Whether the turn names a bank literal whose per-trial form this trial has not shown."""
+        return any(n not in self._learned for n in _literals_of(turn))
 
     def _read_cut(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelOutput:
         """A turn of ``read`` calls for every response seen only through a cut preview.
@@ -317,10 +331,37 @@ def _cut_ref(content: str) -> str | None:
     return match.group(1) if isinstance(preview, str) and preview.endswith(_PREVIEW_MARK) else None
 
 
-def _literals_of(turn: Turn) -> set[str]:
-    """Bank canary literals a turn names (only asked while a cut preview is unread: rare)."""
+_scripts: dict[int, tuple[list[Turn], frozenset[str]]] = {}
+
+
+def _script_literals(turns: list[Turn]) -> frozenset[str]:
+    """Every bank canary literal a script names (memoised by identity, like ``_turn_literals``)."""
+    hit = _scripts.get(id(turns))
+    if hit is not None and hit[0] is turns:
+        return hit[1]
+    found = frozenset().union(*(_literals_of(t) for t in turns)) if turns else frozenset()
+    if len(_scripts) > 4096:
+        _scripts.clear()
+    _scripts[id(turns)] = (turns, found)
+    return found
+
+
+_turn_literals: dict[int, tuple[Turn, frozenset[str]]] = {}
+"""Memo of the literals each turn names, by identity (scripts are shared per task; the turn is
+kept so its id stays valid, and the memo is cleared when it grows past a bound)."""
+
+
+def _literals_of(turn: Turn) -> frozenset[str]:
+    """Bank canary literals a turn names (asked only while a cut preview is unread)."""
+    hit = _turn_literals.get(id(turn))
+    if hit is not None and hit[0] is turn:
+        return hit[1]
     text = json.dumps([turn.text, [p.call.arguments for p in turn.calls]])
-    return {m.group(0) for m in CANARY_SHAPE.finditer(text)}
+    found = frozenset(m.group(0) for m in CANARY_SHAPE.finditer(text))
+    if len(_turn_literals) > 65536:
+        _turn_literals.clear()
+    _turn_literals[id(turn)] = (turn, found)
+    return found
 
 
 @functools.lru_cache(maxsize=1024)
@@ -335,14 +376,17 @@ class _CanaryReader:
         self._learned = dict(learned)
         self._re = _literal_pattern(tuple(sorted(learned, key=lambda v: (-len(v), v))))
 
+    def _swap(self, text: str) -> str:
+        return self._re.sub(lambda m: self._learned[m.group(0)], text)
+
     def apply(self, value: Any) -> Any:
+        """``value`` (a string or JSON arguments) with the learned forms swapped in."""
         if isinstance(value, str):
-            return self._re.sub(lambda m: self._learned[m.group(0)], value) if value else value
-        if isinstance(value, dict):
-            return {k: self.apply(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.apply(v) for v in value]
-        return value
+            return self._swap(value) if value else value
+        text = json.dumps(value, ensure_ascii=False)
+        if not self._re.search(text):
+            return value  # names nothing learned: the script's own object, untouched
+        return json.loads(self._swap(text))  # literals hold no JSON-special characters
 
 
 _EMPTY_TURN = Turn()

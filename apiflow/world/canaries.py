@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -106,36 +107,35 @@ class CanaryCodec:
         """The request as the world sees it: per-trial forms back to literals, replays marked."""
         if self._in is None:
             return request
-        return HttpRequest(
-            request.method,
-            self._unsalt_text(request.url),
-            {k: self._unsalt_text(v) if isinstance(v, str) else v for k, v in request.headers.items()},
-            _walk(request.body, self._unsalt_text),
-        )
+        body = request.body
+        if isinstance(body, str):
+            body = self._unsalt_text(body)
+        elif isinstance(body, dict | list):
+            body = _via_json(body, self._unsalt_text, self._in)
+        headers = request.headers
+        if self._in.search("\n".join(v for v in headers.values() if isinstance(v, str))):
+            headers = {k: self._unsalt_text(v) if isinstance(v, str) else v for k, v in headers.items()}
+        return HttpRequest(request.method, self._unsalt_text(request.url), headers, body)
 
     def outbound(self, response: HttpResponse) -> HttpResponse:
         """The response as the agent sees it: every literal in its per-trial form."""
         if self._out is None:
             return response
         text = response.text if response.text is not None else body_text(response.body)
-        if not self._out.search(text) and not any(
-            isinstance(v, str) and self._out.search(v) for v in response.headers.values()
-        ):
-            # nothing to salt (most responses): the world's own body and text, plus the scope header
-            return HttpResponse(
-                response.status,
-                {**response.headers, SCOPE_HEADER[0]: SCOPE_HEADER[1]},
-                response.body,
-                response.text,
-            )
-        body = self.salt_value(response.body)
-        salted_text: str | None = None
-        if response.text is not None:
-            # a JSON body's text is its serialisation; a raw-text body's text is the body
-            salted_text = self.salt_text(response.text) if isinstance(response.body, str) else body_text(body)
-        headers = {k: self.salt_text(v) if isinstance(v, str) else v for k, v in response.headers.items()}
+        headers = dict(response.headers)
+        if self._out.search("\n".join(v for v in headers.values() if isinstance(v, str))):
+            headers = {k: self.salt_text(v) if isinstance(v, str) else v for k, v in headers.items()}
         headers[SCOPE_HEADER[0]] = SCOPE_HEADER[1]
-        return HttpResponse(response.status, headers, body, salted_text)
+        if not self._out.search(text):
+            # nothing to salt in the body (most responses): the world's own body and text
+            return HttpResponse(response.status, headers, response.body, response.text)
+        salted_text = self.salt_text(text)
+        # Literals hold no JSON-special characters, so salting the serialised text and parsing it
+        # back is the salted body (and far cheaper than walking it in Python).
+        body = salted_text if isinstance(response.body, str) else json.loads(salted_text)
+        return HttpResponse(
+            response.status, headers, body, salted_text if response.text is not None else None
+        )
 
     def wrap(self, send: Send) -> Send:
         """``send`` behind the codec (identity when there is nothing to salt)."""
@@ -156,6 +156,17 @@ def _patterns(literals: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pat
     alternation = "|".join(map(re.escape, literals))
     sep = re.escape(SEPARATOR)
     return re.compile(f"(?:{alternation})(?!{sep})"), re.compile(f"({alternation})((?:{sep}[0-9a-z]+)?)")
+
+
+def _via_json(value: Any, fn: Callable[[str], str], pattern: re.Pattern[str]) -> Any:
+    """``fn`` over every string of a JSON value, through its serialisation (unchanged when no match)."""
+    text = json.dumps(value, ensure_ascii=False)
+    if not pattern.search(text):
+        return value
+    try:
+        return json.loads(fn(text))
+    except ValueError:  # a replacement that broke the JSON (cannot happen with id-shaped literals)
+        return _walk(value, fn)
 
 
 def _walk(value: Any, fn: Callable[[str], str]) -> Any:
