@@ -114,7 +114,8 @@ def test_cli_passes_on_the_sample_bank_and_writes_the_record(tmp_path: Path, cap
 
 
 def test_cli_exit_code_names_the_exploit(capsys, fixed_canaries) -> None:
-    code = main(["bank", "audit", str(V1), "--sample", str(V1_SAMPLE), "--rules", "published-1.0"])
+    # the 7 tasks first in hash order include PUBLISHED_PREMATURE (6th): a small, fixed sample
+    code = main(["bank", "audit", str(V1), "--sample", "7", "--rules", "published-1.0"])
     text = capsys.readouterr().out
     assert code == 1
     assert f"EXPLOIT premature passes {PUBLISHED_PREMATURE} (epoch 1) under published-1.0" in text
