@@ -10,7 +10,6 @@ of the golden solution, 0-based), and the per-trial form of each bank value the 
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import weakref
@@ -20,7 +19,15 @@ from typing import Any
 
 from apiflow.bank.task import GoldenCall, Task
 from apiflow.models.base import GenerateConfig, ModelOutput, ToolCall, Usage
-from apiflow.world.canaries import CANARY_SHAPE, SALTED, SCOPE_HEADER, SEPARATOR
+from apiflow.models.reading import (
+    PREVIEW_MARKS,
+    SCOPE_MARK,
+    CanaryReader,
+    cut_ref,
+    literals_of,
+    script_literals,
+)
+from apiflow.world.canaries import SALTED, SEPARATOR
 
 _REF_RE = re.compile(r"\{\{ref:(\d+)\}\}")
 MISSING_REF = "request:req-000000/response:resp-00000000"
@@ -200,7 +207,7 @@ class ScriptedModel:
     _refs: dict[int, str] = field(default_factory=dict)
     _meter: _TokenMeter = field(default_factory=_TokenMeter)
     _learned: dict[str, str] = field(default_factory=dict)
-    _reader: _CanaryReader | None = None
+    _reader: CanaryReader | None = None
     _cut: list[str] = field(default_factory=list)
     _reads: int = 0
     _salting: bool = False
@@ -216,10 +223,8 @@ class ScriptedModel:
                 continue
             if SEPARATOR in content:
                 self._learn(content)
-            self._salting = self._salting or _SCOPE_MARK in content
-            if (_PREVIEW_MARK in content or _ESCAPED_MARK in content) and (
-                cut := _cut_ref(content)
-            ) is not None:
+            self._salting = self._salting or SCOPE_MARK in content
+            if any(mark in content for mark in PREVIEW_MARKS) and (cut := cut_ref(content)) is not None:
                 self._cut.append(cut)
             index = self._pending.pop(message.get("tool_call_id", ""), None) if self._pending else None
             if index is None:
@@ -230,12 +235,12 @@ class ScriptedModel:
                 self._refs[index] = match.group(1)
         self._scan_from = len(messages)
         if len(self._learned) != learned:
-            self._reader = _CanaryReader(self._learned)
+            self._reader = CanaryReader(self._learned)
 
     def _learn(self, content: str) -> None:
         """Pick up the per-trial form of each literal the script names (``str.find``, no regex scan);
         a later response's form replaces an earlier one (a replayed form gives way to this trial's)."""
-        for literal in _script_literals(self.turns):
+        for literal in script_literals(self.turns):
             at = content.find(literal + SEPARATOR)
             if at != -1:
                 match = SALTED.match(content, at)
@@ -248,7 +253,7 @@ class ScriptedModel:
         self._refs.update(refs)
         self._learned.update(values)
         if self._learned:
-            self._reader = _CanaryReader(self._learned)
+            self._reader = CanaryReader(self._learned)
 
     def learned_values(self) -> dict[str, str]:
         """The per-trial forms this trial's responses showed, by bank literal."""
@@ -296,7 +301,7 @@ class ScriptedModel:
 
     def _unseen_literals(self, turn_no: int, turn: Turn) -> bool:
         """Whether the turn names a bank literal whose per-trial form this trial has not shown."""
-        return any(n not in self._learned for n in _literals_of(turn))
+        return any(n not in self._learned for n in literals_of(turn))
 
     def _read_cut(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelOutput:
         """A turn of ``read`` calls for every response seen only through a cut preview.
@@ -312,81 +317,6 @@ class ScriptedModel:
         self._cut = []
         usage = self._meter.usage(messages, tools, chars)
         return ModelOutput(text="", tool_calls=tuple(calls), usage=usage)
-
-
-_PREVIEW_MARK = "…"
-_SCOPE_MARK = json.dumps(dict([SCOPE_HEADER]))[1:-1]  # '"x-apiflow-values": "per-trial"' in a result
-_ESCAPED_MARK = "\\u2026"  # the mark as an ASCII-escaped tool result carries it
-
-
-def _cut_ref(content: str) -> str | None:
-    """The response ref of an execute result whose body preview was cut, else None."""
-    match = _RESPONSE_REF_RE.match(content)
-    if match is None:
-        return None
-    try:
-        preview = json.loads(content).get("body_preview")
-    except (ValueError, AttributeError):
-        return None
-    return match.group(1) if isinstance(preview, str) and preview.endswith(_PREVIEW_MARK) else None
-
-
-_scripts: dict[int, tuple[list[Turn], frozenset[str]]] = {}
-
-
-def _script_literals(turns: list[Turn]) -> frozenset[str]:
-    """Every bank canary literal a script names (memoised by identity, like ``_turn_literals``)."""
-    hit = _scripts.get(id(turns))
-    if hit is not None and hit[0] is turns:
-        return hit[1]
-    found = frozenset().union(*(_literals_of(t) for t in turns)) if turns else frozenset()
-    if len(_scripts) > 4096:
-        _scripts.clear()
-    _scripts[id(turns)] = (turns, found)
-    return found
-
-
-_turn_literals: dict[int, tuple[Turn, frozenset[str]]] = {}
-"""Memo of the literals each turn names, by identity (scripts are shared per task; the turn is
-kept so its id stays valid, and the memo is cleared when it grows past a bound)."""
-
-
-def _literals_of(turn: Turn) -> frozenset[str]:
-    """Bank canary literals a turn names (asked only while a cut preview is unread)."""
-    hit = _turn_literals.get(id(turn))
-    if hit is not None and hit[0] is turn:
-        return hit[1]
-    text = json.dumps([turn.text, [p.call.arguments for p in turn.calls]])
-    found = frozenset(m.group(0) for m in CANARY_SHAPE.finditer(text))
-    if len(_turn_literals) > 65536:
-        _turn_literals.clear()
-    _turn_literals[id(turn)] = (turn, found)
-    return found
-
-
-@functools.lru_cache(maxsize=1024)
-def _literal_pattern(literals: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile(f"(?:{'|'.join(map(re.escape, literals))})(?!{re.escape(SEPARATOR)})")
-
-
-class _CanaryReader:
-    """Swaps each bank literal a script names for the per-trial form the responses showed."""
-
-    def __init__(self, learned: dict[str, str]) -> None:
-        self._learned = dict(learned)
-        self._re = _literal_pattern(tuple(sorted(learned, key=lambda v: (-len(v), v))))
-
-    def _swap(self, text: str) -> str:
-        return self._re.sub(lambda m: self._learned[m.group(0)], text)
-
-    def apply(self, value: Any) -> Any:
-        """``value`` (a string or JSON arguments) with the learned forms swapped in."""
-        if isinstance(value, str):
-            return self._swap(value) if value else value
-        text = json.dumps(value, ensure_ascii=False)
-        if not self._re.search(text):
-            return value  # names nothing learned: the script's own object, untouched
-        return json.loads(self._swap(text))  # literals hold no JSON-special characters
 
 
 _EMPTY_TURN = Turn()

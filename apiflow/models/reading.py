@@ -1,0 +1,90 @@
+"""What a scripted model reads back from a trial: cut previews, and the per-trial forms of bank values.
+
+A script names the bank's literals (``smk-e36f-0db4``); a salting world (``apiflow.world.canaries``)
+shows ``smk-e36f-0db4~k3f9q2`` instead. These helpers find the literals a script names, swap in the
+forms the responses showed, and spot the responses the agent saw only through a cut preview.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any
+
+from apiflow.world.canaries import CANARY_SHAPE, SCOPE_HEADER, SEPARATOR
+
+PREVIEW_MARK = "…"
+PREVIEW_MARKS = (PREVIEW_MARK, "\\u2026")  # as shown, and as an ASCII-escaped tool result carries it
+SCOPE_MARK = json.dumps(dict([SCOPE_HEADER]))[1:-1]  # '"x-apiflow-values": "per-trial"' in a result
+_RESPONSE_REF_RE = re.compile(r'^\{"response_ref": "([^"]+)"')
+
+
+def cut_ref(content: str) -> str | None:
+    """The response ref of an execute result whose body preview was cut, else None."""
+    match = _RESPONSE_REF_RE.match(content)
+    if match is None:
+        return None
+    try:
+        preview = json.loads(content).get("body_preview")
+    except (ValueError, AttributeError):
+        return None
+    return match.group(1) if isinstance(preview, str) and preview.endswith(PREVIEW_MARK) else None
+
+
+_scripts: dict[int, tuple[list[Any], frozenset[str]]] = {}
+
+
+def script_literals(turns: list[Any]) -> frozenset[str]:
+    """Every bank canary literal a script names (memoised by identity, like ``_turn_literals``)."""
+    hit = _scripts.get(id(turns))
+    if hit is not None and hit[0] is turns:
+        return hit[1]
+    found = frozenset().union(*(literals_of(t) for t in turns)) if turns else frozenset()
+    if len(_scripts) > 4096:
+        _scripts.clear()
+    _scripts[id(turns)] = (turns, found)
+    return found
+
+
+_turn_literals: dict[int, tuple[Any, frozenset[str]]] = {}
+"""Memo of the literals each turn names, by identity (scripts are shared per task; the turn is
+kept so its id stays valid, and the memo is cleared when it grows past a bound)."""
+
+
+def literals_of(turn: Any) -> frozenset[str]:
+    """Bank canary literals a turn names (asked only while a cut preview is unread)."""
+    hit = _turn_literals.get(id(turn))
+    if hit is not None and hit[0] is turn:
+        return hit[1]
+    text = json.dumps([turn.text, [p.call.arguments for p in turn.calls]])
+    found = frozenset(m.group(0) for m in CANARY_SHAPE.finditer(text))
+    if len(_turn_literals) > 65536:
+        _turn_literals.clear()
+    _turn_literals[id(turn)] = (turn, found)
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _literal_pattern(literals: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(f"(?:{'|'.join(map(re.escape, literals))})(?!{re.escape(SEPARATOR)})")
+
+
+class CanaryReader:
+    """Swaps each bank literal a script names for the per-trial form the responses showed."""
+
+    def __init__(self, learned: dict[str, str]) -> None:
+        self._learned = dict(learned)
+        self._re = _literal_pattern(tuple(sorted(learned, key=lambda v: (-len(v), v))))
+
+    def _swap(self, text: str) -> str:
+        return self._re.sub(lambda m: self._learned[m.group(0)], text)
+
+    def apply(self, value: Any) -> Any:
+        """``value`` (a string or JSON arguments) with the learned forms swapped in."""
+        if isinstance(value, str):
+            return self._swap(value) if value else value
+        text = json.dumps(value, ensure_ascii=False)
+        if not self._re.search(text):
+            return value  # names nothing learned: the script's own object, untouched
+        return json.loads(self._swap(text))  # literals hold no JSON-special characters
