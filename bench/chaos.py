@@ -250,8 +250,12 @@ class Chaos:
         ref_counts = collections.Counter((v[0], v[1]) for v in ref.values())
         self.check(f"{scenario}: pass counts equal the clean run", counts == ref_counts,
                    f"passed per model {_passes(counts)} vs clean {_passes(ref_counts)}")  # fmt: skip
+        by_id = {r["trial_id"]: r for r in rows}
+        shown = "; ".join(f"{k[:12]} {by_id[k]['task_id'] if k in by_id else '?'} clean {ref[k]} now {mine.get(k)} "
+                          f"termination {by_id[k]['termination'] if k in by_id else 'missing'}" for k in differ[:3])  # fmt: skip
         self.check(f"{scenario}: every trial's result equals the clean run's", not differ,
-                   f"{len(differ)} of {len(ref)} differ (verdict, passed, tokens, messages, calls)")  # fmt: skip
+                   f"{len(differ)} of {len(ref)} differ (verdict, passed, tokens, messages, calls)"
+                   + (f": {shown}" if shown else ""))  # fmt: skip
 
     # ---- scenarios --------------------------------------------------------------------------------
     def scenario_clean(self) -> None:

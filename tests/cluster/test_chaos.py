@@ -29,7 +29,7 @@ def test_chaos_suite_small_loses_nothing(tmp_path):
 
     suite = chaos.Suite(
         trials=90, faults_trials=45, budget_rerun=False, driver_kills=1, budget_kills=1, s3_pause_s=3.0, hang_s=2.0,
-        call_timeout_s=1.5, actors=2, trials_per_actor=8, deadline_s=240.0, inproc=("clean", "faults"),
+        call_timeout_s=1.5, actors=2, trials_per_actor=8, deadline_s=600.0, inproc=("clean", "faults"),
         work=tmp_path,
     )  # fmt: skip
     lines, ok = chaos.run(suite, ["clean", "faults", "chaos", "budget"])
