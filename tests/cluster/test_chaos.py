@@ -28,7 +28,7 @@ def test_chaos_suite_small_loses_nothing(tmp_path):
     import chaos
 
     suite = chaos.Suite(
-        trials=90, faults_trials=45, budget_rerun=False, driver_kills=1, budget_kills=1, s3_pause_s=3.0, hang_s=2.0,
+        trials=90, faults_trials=45, budget_rerun=False, budget_fraction=0.6, driver_kills=1, budget_kills=1, s3_pause_s=3.0, hang_s=2.0,
         call_timeout_s=1.5, actors=2, trials_per_actor=8, deadline_s=600.0, inproc=("clean", "faults"),
         work=tmp_path,
     )  # fmt: skip
