@@ -11,23 +11,12 @@ from __future__ import annotations
 import json
 import re
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from apiflow.bank.task import Task
 from apiflow.grading.spec import WorkspaceValueSpec
-from apiflow.world.canaries import CANARY_SHAPE, CanaryCodec
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+from apiflow.world.canaries import CANARY_SHAPE, CanaryCodec, strings_in
 
 
 class _PerTask:
@@ -63,7 +52,7 @@ def _find_literals(task: Task, spec_content: Any) -> frozenset[str]:
         [p.value for p in task.predicates if isinstance(p, WorkspaceValueSpec)],
     ]
     sources += [call.arguments for step in task.golden for call in step.calls]
-    for text in _strings(sources):
+    for text in strings_in(sources):
         found.update(m.group(0) for m in CANARY_SHAPE.finditer(text))
     given = "\n".join([task.prompt, json.dumps([s.value for s in task.seed]), json.dumps(spec_content)])
     return frozenset(v for v in found if v not in given)
@@ -96,7 +85,7 @@ def _template(task: Task, literals: frozenset[str]) -> dict[str, list[tuple[Any,
         rows: list[tuple[Any, dict[str, Any] | None]] = []
         for spec in getattr(task, name):
             dumped = spec.model_dump()
-            texts = list(_strings(dumped))
+            texts = list(strings_in(dumped))
             names = any(v in t or re.escape(v) in t for v in literals for t in texts)
             rows.append((spec, dumped if names else None))
         out[name] = rows

@@ -24,7 +24,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from apiflow.world.http import HttpRequest, HttpResponse, body_text
@@ -45,6 +45,18 @@ SCOPE_HEADER = ("x-apiflow-values", "per-trial")
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 Send = Callable[[HttpRequest], HttpResponse]
+
+
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string leaf under ``value`` (dict values and list items, in document order)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings_in(item)
 
 
 def suffix(seed: int, literal: str) -> str:

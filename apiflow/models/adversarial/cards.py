@@ -12,7 +12,8 @@ import random
 from typing import Any
 
 from apiflow.bank.task import Task
-from apiflow.models.adversarial.steps import ID_SHAPE, strings_in
+from apiflow.models.adversarial.steps import ID_SHAPE
+from apiflow.world.canaries import strings_in
 
 HOMOGLYPHS = {
     "a": "а", "c": "с", "e": "е", "o": "о", "p": "р", "x": "х", "y": "у", "i": "і", "s": "ѕ",

@@ -25,12 +25,12 @@ from apiflow.models.adversarial.steps import (
     request_of,
     rewrite_turns,
     slotted,
-    strings_in,
     turn_of,
     version_of,
     with_version,
 )
 from apiflow.models.offline import PlannedCall, Turn, card_text
+from apiflow.world.canaries import strings_in
 
 Plan = list[Turn] | None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,18 +113,6 @@ def pattern_path(pattern: str) -> str:
     """A route path from a bank URL pattern (regex escapes and the ``(?:\\?|$)`` tail removed)."""
     text = pattern.replace("(?:\\?|$)", "")
     return "/" + re.sub(r"\\(.)", r"\1", text).lstrip("^/")
-
-
-def strings_in(value: Any) -> Iterator[str]:
-    """Every string leaf under ``value``."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from strings_in(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from strings_in(item)
 
 
 def replace_text(value: Any, old: str, new: str) -> Any:
