@@ -34,6 +34,21 @@ def v1_bank():
     return load_bank(V1)
 
 
+def play(bank, task, model: str, *, model_seed: int, seed: int, epoch: int):
+    """One real trial of ``model`` on ``task``, recorded as ``run_trial`` records it."""
+    return run_trial_sync(
+        task,
+        bank.worlds[task.world],
+        make_model(model, task, model_seed),
+        seed=seed,
+        epoch=epoch,
+        bank_name=bank.name,
+        bank_hash=bank.hash,
+        run_id="audit",
+        model_slug="adv",
+    )
+
+
 def test_sample_bank_all_tasks_no_exploit(sample_bank) -> None:
     report = audit_bank(sample_bank, epochs=2)
     assert report.rules == GRADING_RULES == "apiflow-1.1"
@@ -84,17 +99,7 @@ def test_audit_verdicts_are_the_verdicts_real_trials_record(sample_bank) -> None
     bank = sample_bank
     for name in ("apiflow/adv:abstain-clarify", "apiflow/adv:replay", "apiflow/oracle"):
         for task in list(bank.tasks.values())[:4]:
-            record = run_trial_sync(
-                task,
-                bank.worlds[task.world],
-                make_model(name, task, 11),
-                seed=0,
-                epoch=1,
-                bank_name=bank.name,
-                bank_hash=bank.hash,
-                run_id="audit",
-                model_slug="adv",
-            )
+            record = play(bank, task, name, model_seed=11, seed=0, epoch=1)
             assert record.apiflow.grader == GRADING_RULES
             assert record.verifier is not None and record.verifier["metadata"]["rules"] == GRADING_RULES
             assert record.passed is (name == "apiflow/oracle"), (name, task.id, record.failure_reason)
@@ -173,15 +178,5 @@ def test_live_rules_pass_the_oracle_and_fail_the_blank_model(model, passes, samp
         (v1_bank, sample_tasks(v1_bank, V1_SAMPLE)),
     ):
         for task in tasks:
-            record = run_trial_sync(
-                task,
-                bank.worlds[task.world],
-                make_model(model, task, 3),
-                seed=3,
-                epoch=2,
-                bank_name=bank.name,
-                bank_hash=bank.hash,
-                run_id="audit",
-                model_slug="m",
-            )
+            record = play(bank, task, model, model_seed=3, seed=3, epoch=2)
             assert record.passed is passes, (model, task.id, record.failure_reason)
