@@ -10,9 +10,11 @@ from apiflow.errors import UsageError
 from apiflow.models.adversarial import ADV_PREFIX, ADVERSARIES, ADVERSARY_MODELS, adversary_model
 from apiflow.models.base import ModelClient
 from apiflow.models.offline import blank_model, oracle_model
-from apiflow.models.sim import PROFILES, sim_model
+from apiflow.models.sim import PROFILES, is_sim_profile, sim_model, sim_profile_names
 
 OFFLINE_PREFIX = "apiflow/"
+EXTERNAL_PREFIX = "external/"
+"""Agents that run outside apiflow and reach the trial's world over MCP (``apiflow.models.external``)."""
 SIM_PREFIX = "apiflow/sim:"
 OFFLINE_PROFILES: tuple[str, ...] = tuple(PROFILES)
 """Simulated-agent profile names, strongest first (``apiflow/sim:<profile>``)."""
@@ -37,12 +39,19 @@ def check_model_name(name: str) -> None:
     """Raise ``UsageError`` for a name ``make_model`` would refuse, without building anything."""
     if not name or name != name.strip() or any(ch.isspace() for ch in name):
         raise UsageError(f"bad model name {name!r}")
+    if name.startswith(SIM_PREFIX) and is_sim_profile(name[len(SIM_PREFIX) :]):
+        return
+    if name.startswith(EXTERNAL_PREFIX):
+        if not name[len(EXTERNAL_PREFIX) :]:
+            raise UsageError(f"bad model name {name!r}: external/<label> names an external agent")
+        return
     if is_offline(name) and name not in OFFLINE_MODELS and name not in ADVERSARY_MODELS:
         if name.startswith(ADV_PREFIX):
             known = ", ".join(ADVERSARIES)
             raise UsageError(f"unknown adversary {name[len(ADV_PREFIX) :]!r}; known: {known}")
         if name.startswith(SIM_PREFIX):
-            raise UsageError(f"unknown sim profile {name[len(SIM_PREFIX) :]!r}; known: {', '.join(PROFILES)}")
+            known = ", ".join(sim_profile_names())
+            raise UsageError(f"unknown sim profile {name[len(SIM_PREFIX) :]!r}; known: {known}")
         raise UsageError(f"unknown offline model {name!r}; known: {', '.join(OFFLINE_MODELS)}")
     if not is_offline(name):
         # Imported only on the provider path: offline models never load litellm.
@@ -74,6 +83,11 @@ def make_model(name: str, task: Task, seed: int, params: dict[str, Any] | None =
         return sim_model(task, seed, name[len(SIM_PREFIX) :])
     if name.startswith(ADV_PREFIX):
         return adversary_model(name[len(ADV_PREFIX) :], task, seed)
+    if name.startswith(EXTERNAL_PREFIX):
+        # Imported on use: the MCP bridge loads the mcp SDK, which offline runs never need.
+        from apiflow.models.external import external_model
+
+        return external_model(name, task, seed, params)
     # Imported only on the provider path: offline models never load litellm.
     from apiflow.models.litellm_client import LiteLLMClient
 

@@ -57,6 +57,16 @@ PROFILES: dict[str, SimProfile] = {
 """Named profiles, strongest first."""
 
 
+def is_sim_profile(name: str) -> bool:
+    """True for every profile ``sim_model`` accepts (the named ones above and any added later)."""
+    return name in PROFILES
+
+
+def sim_profile_names() -> tuple[str, ...]:
+    """Every accepted profile name, for error messages."""
+    return tuple(PROFILES)
+
+
 def sim_rng(seed: int, task_id: str, profile: str) -> random.Random:
     """The simulation's only randomness, derived from content by sha256 (never ``hash()``)."""
     digest = hashlib.sha256(f"sim|{profile}|{task_id}|{seed}".encode()).digest()
