@@ -23,6 +23,7 @@ _VERB_MODULES = (
     "apiflow.analysis.cli",
     "apiflow.gridcli",
     "apiflow.serve.cli",
+    "apiflow.viewer.cli",
 )
 
 
