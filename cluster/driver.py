@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -259,20 +260,37 @@ def _start_actors(
     n_actors = spec.concurrency.actors or cpus
     offline_only = all(m.offline for m in spec.models)
     calls = 2 if offline_only else spec.concurrency.trials_per_actor
-    spec_ref = ray.put(spec.model_dump_json())  # held by the driver: restarts re-read their arguments
+    # The spec goes by value, never as an ObjectRef: Ray keeps a restartable actor's inline
+    # arguments in its creation spec, while one held in the object store is lost with its owner
+    # and makes Ray log a core_worker ERROR for every such actor (ray-project/ray#53727).
+    spec_json = inline_spec(spec)
     actors = [
         # SPREAD: workers over every node, so a lost node takes a share of the work, not all of it.
         worker_cls.options(
             num_cpus=min(1.0, cpus / n_actors), max_concurrency=max(calls, 2), scheduling_strategy="SPREAD"
-        ).remote(spec_ref, run_id, gates, ledger)
+        ).remote(spec_json, run_id, gates, ledger)
         for _ in range(n_actors)
     ]
-    actors_keepalive.append(spec_ref)
     return actors, gates, ledger
 
 
-actors_keepalive: list[Any] = []
-"""Object refs of actor constructor arguments, kept for the driver's lifetime."""
+INLINE_ARG_BYTES = 100 * 1024
+"""Ray's ``max_direct_call_object_size``: a larger argument is moved to the object store."""
+
+
+def inline_spec(spec: GridSpec) -> str | bytes:
+    """The spec as the worker's constructor argument: its JSON, zlib-compressed when too large
+    for Ray to pass inline (``TrialWorker`` takes either); refused if even that is too large."""
+    text = spec.model_dump_json()
+    if len(text.encode()) < INLINE_ARG_BYTES:
+        return text
+    packed = zlib.compress(text.encode(), 9)
+    if len(packed) >= INLINE_ARG_BYTES:
+        raise UsageError(
+            f"grid spec is {len(text.encode()) // 1024} KiB as JSON; keep it under a few MiB "
+            "(a long tasks.ids list belongs in a bank of its own)"
+        )
+    return packed
 
 
 def run_grid(
@@ -409,7 +427,6 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
                 tally.rate_limited = sum(s["rate_limited"] for s in stats)
             display.update(tally)
     summary.phases["trials_s"] = time.monotonic() - began
-    actors_keepalive.clear()
     summary.not_started = len(queue)
     summary.abandoned = len(dispatcher.abandoned)
     summary.budget_reached = ledger is not None and (not admitting or tally.budget_refused > 0)

@@ -8,6 +8,7 @@ back to the driver: transcripts go straight from the worker to the store.
 from __future__ import annotations
 
 import asyncio
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,8 +155,11 @@ class TrialRunner:
 class TrialWorker:
     """Async actor: one ``TrialRunner``; many batches in flight at once (``max_concurrency``)."""
 
-    def __init__(self, spec_json: str, run_id: str, gates: dict[str, Any], ledger: Any) -> None:
-        self.runner = TrialRunner(GridSpec.model_validate_json(spec_json), run_id, gates, ledger)
+    def __init__(self, spec_json: str | bytes, run_id: str, gates: dict[str, Any], ledger: Any) -> None:
+        # bytes: the driver compressed a large spec so that Ray still passes it inline
+        # (``cluster.driver.inline_spec``); inline arguments survive actor restarts.
+        text = zlib.decompress(spec_json).decode() if isinstance(spec_json, bytes) else spec_json
+        self.runner = TrialRunner(GridSpec.model_validate_json(text), run_id, gates, ledger)
 
     async def run_batch(self, batch: list[PlannedTrial]) -> list[TrialOutcome]:
         return await self.runner.run_batch(batch)

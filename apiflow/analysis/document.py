@@ -28,14 +28,35 @@ def pct(x: float | None, digits: int = 1) -> str:
     return "—" if x is None else f"{100 * x:.{digits}f}%"
 
 
-def pct_ci(entry: dict, key: str = "rate", ci_key: str = "ci90") -> str:
-    """``74.4% [53.6, 93.5]``."""
-    band = entry.get(ci_key) or [None, None]
+ONE_WORLD = "n/a (1 world)"
+"""Shown instead of an interval resampled from a single world: every resample is that world, so the
+range has zero width whatever the data, and a reader would take it for certainty."""
+
+
+def band_text(band: list | None, worlds: int | None, fmt: str = "{:.1f}", scale: float = 1.0) -> str:
+    """``[lo, hi]`` of a bootstrap interval, ``ONE_WORLD`` when it came from one world, "" when none."""
+    if not band or band[0] is None:
+        return ""
+    if worlds is not None and worlds <= 1:
+        return ONE_WORLD
+    return f"[{fmt.format(scale * band[0])}, {fmt.format(scale * band[1])}]"
+
+
+def report_worlds(s: dict) -> int:
+    """The number of worlds the report's bootstrap resamples."""
+    return len(s["meta"]["worlds"])
+
+
+def pct_ci(entry: dict, key: str = "rate", ci_key: str = "ci90", worlds: int | None = None) -> str:
+    """``74.4% [53.6, 93.5]``, or ``74.4% n/a (1 world)``.
+
+    ``worlds``: how many worlds the interval was resampled from, when ``entry`` does not say
+    (a slice's entry carries its own ``worlds``; a per-model entry takes its slice's).
+    """
     if entry.get(key) is None:
         return "—"
-    if band[0] is None:
-        return pct(entry[key])
-    return f"{pct(entry[key])} [{100 * band[0]:.1f}, {100 * band[1]:.1f}]"
+    band = band_text(entry.get(ci_key), entry.get("worlds", worlds), scale=100)
+    return f"{pct(entry[key])} {band}" if band else pct(entry[key])
 
 
 def _model_rates(entry: dict) -> dict[str, dict]:
@@ -63,14 +84,17 @@ def leaderboard_table(s: dict) -> Table:
     header += [f"best-of-{epochs}", f"all-{epochs}-of-{epochs}", "USD/trial", "unscored"]
     rows = []
     for rank, model in enumerate(order, 1):
-        row = [str(rank), model, pct_ci(slices["all"][model])]
+        row = [str(rank), model, pct_ci(slices["all"][model], worlds=s["pass_rates"]["all"]["worlds"])]
         row += [pct(slices[name].get(model, {}).get("rate")) for name in ("solo", "chains", "chains_clean")]
         if k:
             row += [pct(slices[name].get(model, {}).get("rate")) for name in ("head", "head_clean")]
         reach = s["reach"]["models"].get(model, {})
         row += [pct(reach.get("best_of", {}).get("value")), pct(reach.get("all_of", {}).get("value"))]
         usd = cost.get(model, {}).get("mean_usd_per_trial")
-        row += ["—" if usd is None else f"{usd:.4f}", unscored_cell(outcomes.get(model), slices["all"][model]["unscored"])]
+        row += [
+            "—" if usd is None else f"{usd:.4f}",
+            unscored_cell(outcomes.get(model), slices["all"][model]["unscored"]),
+        ]
         rows.append(row)
     return Table(header, rows)
 
@@ -130,7 +154,8 @@ def headline_paragraphs(s: dict) -> list[str]:
     if len(meta["worlds"]) < 5:
         out.append(
             f"Only {len(meta['worlds'])} world(s): a world cluster bootstrap cannot measure world-to-world "
-            "variation, so its intervals are too narrow (zero width with one world). Add worlds before reading them."
+            "variation, so its intervals are too narrow (with one world they would have zero width, and are shown "
+            f"as {ONE_WORLD}). Add worlds before reading them."
         )
     if screen["chain_trials"]:
         out.append(
@@ -151,11 +176,11 @@ def headline_paragraphs(s: dict) -> list[str]:
         )
         null = s["null_model"]["headline_clean"]
         if null["trials"]:
-            band = null["gap_points_ci90"]
-            band_text = "" if band[0] is None else f", 90% CI [{band[0]:+.1f}, {band[1]:+.1f}]"
+            gap_band = band_text(null["gap_points_ci90"], report_worlds(s), fmt="{:+.1f}")
+            gap_text = f", 90% CI {gap_band}" if gap_band else ""
             out.append(
                 f"Independent-error null on the clean length-{head['length']} slice: observed {pct(null['observed'])} vs "
-                f"predicted {pct(null['predicted'])} (gap {null['gap_points']:+.1f} points{band_text})."
+                f"predicted {pct(null['predicted'])} (gap {null['gap_points']:+.1f} points{gap_text})."
             )
         fail = s["failures"]["headline_clean"]
         out.append(

@@ -6,11 +6,13 @@ from apiflow.analysis.document import (
     FLAG,
     Section,
     Table,
+    band_text,
     flag_paragraph,
     headline_paragraphs,
     leaderboard_table,
     pct,
     pct_ci,
+    report_worlds,
 )
 
 
@@ -18,10 +20,9 @@ def _f(x: float | None, fmt: str = "{:.1f}") -> str:
     return "—" if x is None else fmt.format(x)
 
 
-def _band(band: list | None, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
-    if not band or band[0] is None:
-        return ""
-    return f" [{fmt.format(scale * band[0])}, {fmt.format(scale * band[1])}]"
+def _band(band: list | None, worlds: int, fmt: str = "{:.1f}") -> str:
+    text = band_text(band, worlds, fmt)
+    return f" {text}" if text else ""
 
 
 def reach_section(s: dict) -> Section:
@@ -61,6 +62,7 @@ def reach_section(s: dict) -> Section:
 def separation_section(s: dict) -> Section:
     """Model spread on solo tasks and on the headline slice."""
     rows = []
+    worlds = report_worlds(s)
     names = {
         "solo": "solo tasks",
         "headline_inclusive": "headline, inclusive",
@@ -71,8 +73,8 @@ def separation_section(s: dict) -> Section:
         rows.append(
             [
                 label,
-                _f(v["points"]) + _band(v.get("points_ci90")),
-                _f(v["log_odds"], "{:.2f}") + _band(v.get("log_odds_ci90"), fmt="{:.2f}"),
+                _f(v["points"]) + _band(v.get("points_ci90"), worlds),
+                _f(v["log_odds"], "{:.2f}") + _band(v.get("log_odds_ci90"), worlds, fmt="{:.2f}"),
                 str(v.get("max_model")),
                 str(v.get("min_model")),
             ]
@@ -89,6 +91,7 @@ def separation_section(s: dict) -> Section:
 def null_section(s: dict) -> Section:
     """Observed vs independent-error prediction by chain length."""
     rows = []
+    worlds = report_worlds(s)
     for k, entry in s["null_model"]["by_length"].items():
         row = [k]
         for variant in ("inclusive", "clean"):
@@ -96,7 +99,7 @@ def null_section(s: dict) -> Section:
             row += [
                 pct(v["observed"]),
                 pct(v["predicted"]),
-                _f(v["gap_points"], "{:+.1f}") + _band(v.get("gap_points_ci90"), fmt="{:+.1f}"),
+                _f(v["gap_points"], "{:+.1f}") + _band(v.get("gap_points_ci90"), worlds, fmt="{:+.1f}"),
             ]
         rows.append(row)
     header = [
@@ -238,7 +241,16 @@ def outcomes_section(s: dict) -> Section:
             + [_counted(e["by_termination"][t]) for t in ("provider_error", "harness_error", "no_verdict")]
             + [kinds, FLAG if e["flagged"] else ""]
         )
-    header = ["model", "trials", "unscored", "provider_error", "harness_error", "no verdict", "by kind", "flag"]
+    header = [
+        "model",
+        "trials",
+        "unscored",
+        "provider_error",
+        "harness_error",
+        "no verdict",
+        "by kind",
+        "flag",
+    ]
     convention = (
         "kept in every denominator as failures (--count-unscored)"
         if o["convention"] == "count_unscored"
