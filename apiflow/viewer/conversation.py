@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiflow.viewer.html import esc, pretty
+from apiflow.viewer.html import esc, esc_text, pretty
 
 _SUMMARY_CHARS = 120
 
@@ -35,7 +35,7 @@ def render_conversation(messages: list[Any], *, up: str) -> Conversation:
     parts = []
     for number, message in enumerate(messages, start=1):
         if not isinstance(message, dict):
-            parts.append(_block(number, "unknown", f"<pre>{esc(pretty(message))}</pre>"))
+            parts.append(_block(number, "unknown", f"<pre>{esc_text(pretty(message))}</pre>"))
             continue
         role = str(message.get("role", "unknown"))
         if role == "system" and isinstance(message.get("content"), str):
@@ -63,15 +63,15 @@ def _content(content: Any) -> str:
     if content is None or content == "" or content == []:
         return ""
     if isinstance(content, str):
-        return f'<pre class="text">{esc(content)}</pre>'
+        return f'<pre class="text">{esc_text(content)}</pre>'
     if not isinstance(content, list):
-        return f"<pre>{esc(pretty(content))}</pre>"
+        return f"<pre>{esc_text(pretty(content))}</pre>"
     out = []
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
             if block.get("text"):
-                out.append(f'<pre class="text">{esc(block["text"])}</pre>')
+                out.append(f'<pre class="text">{esc_text(block["text"])}</pre>')
         elif kind == "reasoning":
             text = str(block.get("reasoning") or "")
             out.append(_details(f"reasoning ({len(text):,} characters)", text, "reasoning"))
@@ -110,8 +110,8 @@ def _details(title: str, text: str, css: str, *, anchor: Any = None, opened: boo
     ident = f' id="call-{esc(anchor)}"' if anchor else ""
     state = " open" if opened else ""
     return (
-        f'<details class="{css}"{ident}{state}><summary>{esc(title)}</summary>'
-        f"<pre>{esc(text)}</pre></details>"
+        f'<details class="{css}"{ident}{state}><summary>{esc_text(title)}</summary>'
+        f"<pre>{esc_text(text)}</pre></details>"
     )
 
 

@@ -30,6 +30,14 @@ def esc(value: Any) -> str:
     return "" if value is None else html.escape(str(value), quote=True)
 
 
+def esc_text(value: Any) -> str:
+    """Element content only (never an attribute): ``&``, ``<`` and ``>`` escaped, quotes kept.
+
+    Transcripts are mostly JSON; leaving its quotes raw inside ``<pre>`` keeps pages ~15 % smaller.
+    """
+    return html.escape(str(value), quote=False)
+
+
 def token(text: str) -> str:
     """A short, path-safe, collision-free file name stem for any id (ids are untrusted)."""
     readable = _UNSAFE.sub("_", text)[:60]
