@@ -117,7 +117,18 @@ async def trial_evidence(
     """
     trial = _Trial(task, world, seed, epoch)
     outcome = await run_loop(model, trial.setup(), _SCHEMAS, trial.messages, limits=limits or TrialLimits())
+    await _end_trial(model, trial.messages)
     return PlayedTrial(outcome, trial.evidence(), trial.graded_task)
+
+
+async def _end_trial(model: ModelClient, messages: list[dict[str, Any]]) -> None:
+    """Tell a model that drives the trial from outside (``apiflow.mcp.AgentBridge``) that the loop
+    stopped, with the final transcript: its agent's last calls get their results (an abstention's,
+    or "trial is over" after a limit) and its process and server are released. Ordinary models
+    have no ``end_trial`` and nothing happens."""
+    end = getattr(model, "end_trial", None)
+    if end is not None:
+        await end(messages)
 
 
 async def run_trial(
@@ -164,6 +175,7 @@ async def run_trial(
         schema_hash = tool_schema_hash()
         toolbox = trial.setup()
         outcome = await run_loop(model, toolbox, _SCHEMAS, trial.messages, limits=limits, config=config)
+        await _end_trial(model, trial.messages)
         if outcome.termination not in (Termination.PROVIDER_ERROR, Termination.HARNESS_ERROR):
             graded = trial.grade()
     except Exception as exc:  # noqa: BLE001 - setup or grading fault: a harness outcome, never the model's

@@ -1,0 +1,258 @@
+"""``external/<label>``: an agent that runs outside apiflow and plays the trial over MCP.
+
+A grid's model entry says how to reach it (``params``, never part of the trial id):
+
+- ``{"command": ["python", "agent.py"], "transport": "http"}`` (the default transport): per
+  trial, apiflow serves the trial on a streamable-HTTP URL on 127.0.0.1 and starts the command
+  with ``APIFLOW_MCP_URL`` (and ``APIFLOW_TASK_ID``) in its environment;
+- ``{"command": [...], "transport": "stdio"}``: the command's stdin/stdout are the MCP channel
+  (apiflow serves, the agent is the client on its own standard streams);
+- ``{"endpoint": "http://host:port/run"}``: an agent service; apiflow POSTs
+  ``{"mcp_url", "task_id"}`` as JSON and the service connects back to that URL (so it must run
+  on this machine: the URL is loopback).
+
+Optional: ``env`` (extra environment for the command), ``connect_timeout_s`` (default 120: the
+agent must make its first MCP request by then), ``grace_s`` (default 5: how long a command may
+take to leave after the trial before it is stopped).
+
+Whose fault is what (docs/design/081-mcp.md): an agent that cannot be started, or exits, or
+never connects before its first request is a ``provider_error`` (the agent never played: not a
+measurement, retried on resume); once connected, an agent that crashes or closes without
+``finish`` has stopped talking (an empty turn: ``no_answer``, graded) and one that never
+finishes meets the trial's time limit (``limit`` ``time``). Bugs in the bridge are harness errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from apiflow.agent.prompts import initial_messages
+from apiflow.bank.task import Task
+from apiflow.errors import UsageError
+from apiflow.models.base import GenerateConfig, ModelOutput, ProviderError
+
+Transport = Literal["http", "stdio"]
+_PARAMS = {"command", "transport", "endpoint", "env", "connect_timeout_s", "grace_s"}
+URL_ENV, TASK_ENV = "APIFLOW_MCP_URL", "APIFLOW_TASK_ID"
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalAgentConfig:
+    """How to reach one external agent (a grid model entry's ``params``, checked)."""
+
+    command: tuple[str, ...] = ()
+    transport: Transport = "http"
+    endpoint: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    connect_timeout_s: float = 120.0
+    grace_s: float = 5.0
+
+
+def agent_config(name: str, params: dict[str, Any] | None) -> ExternalAgentConfig:
+    """Check an external model's params; ``UsageError`` names what is wrong."""
+    p = dict(params or {})
+    unknown = set(p) - _PARAMS
+    if unknown:
+        raise UsageError(f"{name}: unknown params {sorted(unknown)}; known: {sorted(_PARAMS)}")
+    command, endpoint = p.get("command"), p.get("endpoint", "")
+    if isinstance(command, str):
+        command = [command]
+    if (command is None) == (not endpoint):
+        raise UsageError(
+            f"{name} needs exactly one of params.command (a list of strings) or params.endpoint (a URL)"
+        )
+    if command is not None and (not command or not all(isinstance(a, str) and a for a in command)):
+        raise UsageError(f"{name}: params.command must be a non-empty list of strings")
+    if endpoint and (not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://"))):
+        raise UsageError(f"{name}: params.endpoint must be an http(s) URL")
+    transport = p.get("transport", "http")
+    if transport not in ("http", "stdio") or (endpoint and transport != "http"):
+        raise UsageError(f"{name}: params.transport is http or stdio (an endpoint is reached over http)")
+    env = p.get("env", {})
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise UsageError(f"{name}: params.env must map names to strings")
+    timeouts = {k: p.get(k, getattr(ExternalAgentConfig, k)) for k in ("connect_timeout_s", "grace_s")}
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in timeouts.values()):
+        raise UsageError(f"{name}: params.connect_timeout_s and params.grace_s must be positive numbers")
+    return ExternalAgentConfig(
+        command=tuple(command or ()), transport=transport, endpoint=endpoint, env=env, **timeouts
+    )
+
+
+def external_model(name: str, task: Task, seed: int, params: dict[str, Any] | None) -> ExternalAgent:
+    """Build the model of one trial of ``task`` with the external agent ``name`` (``external/<label>``).
+
+    Raises:
+        UsageError: Bad params, or the MCP SDK (the ``mcp`` extra) is not installed.
+    """
+    config = agent_config(name, params)
+    try:
+        import mcp  # noqa: F401 - fail here, as a usage error, rather than inside the trial
+    except ImportError:
+        raise UsageError(f"{name} needs the MCP SDK: pip install -e '.[mcp]'") from None
+    return ExternalAgent(name, task, config)
+
+
+class ExternalAgent:
+    """The ``ModelClient`` of an external agent: one MCP server and one agent per trial.
+
+    Started on the first ``generate``; ``end_trial`` (run by ``run_trial`` after the loop)
+    answers the agent's last calls, gives it ``grace_s`` to leave, then stops it and the server.
+    """
+
+    def __init__(self, name: str, task: Task, config: ExternalAgentConfig) -> None:
+        from apiflow.mcp.bridge import AgentBridge
+
+        self.model_api = name
+        self.task, self.config = task, config
+        self.bridge = AgentBridge(name, initial_messages(task))
+        self._stack = contextlib.AsyncExitStack()
+        self._process: asyncio.subprocess.Process | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._started = False
+
+    async def generate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
+    ) -> ModelOutput:
+        """The agent's next turn (the first call starts the server and the agent)."""
+        if not self._started:
+            self._started = True
+            await self._start()
+        return await self.bridge.generate(messages, tools, config)
+
+    async def _start(self) -> None:
+        from apiflow.mcp.server import build_server
+        from apiflow.mcp.transports import http_endpoint, serve_pipes
+
+        server = build_server(self.bridge)
+        env = {**os.environ, **self.config.env, TASK_ENV: self.task.id}
+        if self.config.transport == "stdio":
+            self._process = await self._spawn(env, pipes=True)
+            assert self._process.stdout is not None and self._process.stdin is not None
+            out, into = _ByteReader(self._process.stdout), _ByteWriter(self._process.stdin)
+            self._tasks.append(asyncio.create_task(serve_pipes(server, self.bridge, out, into)))
+        else:
+            url = await self._stack.enter_async_context(http_endpoint(server))
+            if self.config.command:
+                self._process = await self._spawn({**env, URL_ENV: url}, pipes=False)
+            else:
+                await asyncio.to_thread(
+                    _post_json, self.config.endpoint, {"mcp_url": url, "task_id": self.task.id}
+                )
+        if self._process is not None:
+            self._tasks.append(asyncio.create_task(self._watch(self._process)))
+        await self._await_contact()
+
+    async def _spawn(self, env: dict[str, str], *, pipes: bool) -> asyncio.subprocess.Process:
+        pipe = asyncio.subprocess.PIPE if pipes else asyncio.subprocess.DEVNULL
+        try:
+            return await asyncio.create_subprocess_exec(
+                *self.config.command, stdin=pipe, stdout=pipe, env=env, start_new_session=True
+            )
+        except OSError as exc:
+            raise ProviderError(
+                f"{self.model_api}: cannot start {self.config.command[0]!r}: {exc.strerror}"
+            ) from None
+
+    async def _watch(self, process: asyncio.subprocess.Process) -> None:
+        code = await process.wait()
+        if code:
+            logger.warning("%s exited with code %s during trial of %s", self.model_api, code, self.task.id)
+        self.bridge.session_closed()
+
+    async def _await_contact(self) -> None:
+        """Wait for the agent's first MCP request; an agent that never makes one never played."""
+        try:
+            async with asyncio.timeout(self.config.connect_timeout_s):
+                while not self.bridge.contacted.is_set():
+                    if self._process is not None and self._process.returncode is not None:
+                        raise ProviderError(
+                            f"{self.model_api} exited (code {self._process.returncode}) before it connected"
+                        )
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.bridge.contacted.wait(), 0.2)
+        except TimeoutError:
+            raise ProviderError(
+                f"{self.model_api} made no MCP request within {self.config.connect_timeout_s:g} s"
+            ) from None
+
+    async def end_trial(self, messages: list[dict[str, Any]]) -> None:
+        """Answer the agent's last calls, let it leave (``grace_s``), then stop it and the server."""
+        await self.bridge.end_trial(messages)
+        process = self._process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), self.config.grace_s)
+            await _stop(process)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self._stack.aclose()
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM, then SIGKILL after 5 s, of the agent's whole process group (it may fork)."""
+    for sig in ("terminate", "kill"):
+        if process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, 15 if sig == "terminate" else 9)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), 5)
+
+
+def _post_json(url: str, body: dict[str, Any]) -> None:
+    """Tell an agent service where its trial is; any failure means the agent never played."""
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - the grid's own endpoint
+            response.read()
+    except OSError as exc:
+        raise ProviderError(f"agent endpoint {url} refused the trial: {exc}") from None
+
+
+class _ByteReader:
+    """An asyncio pipe as the byte stream ``serve_pipes`` reads (iteration ends at EOF)."""
+
+    def __init__(self, stream: asyncio.StreamReader) -> None:
+        self._stream = stream
+
+    def __aiter__(self) -> _ByteReader:
+        return self
+
+    async def __anext__(self) -> bytes:
+        chunk = await self._stream.read(65536)
+        if not chunk:
+            raise StopAsyncIteration
+        return chunk
+
+
+class _ByteWriter:
+    """An asyncio pipe as the byte sink ``serve_pipes`` writes to."""
+
+    def __init__(self, stream: asyncio.StreamWriter) -> None:
+        self._stream = stream
+
+    async def send(self, data: bytes) -> None:
+        try:
+            self._stream.write(data)
+            await self._stream.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            import anyio
+
+            raise anyio.BrokenResourceError from None
