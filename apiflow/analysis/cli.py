@@ -1,4 +1,4 @@
-"""Verbs ``apiflow transcripts ingest`` and ``apiflow report``."""
+"""Verbs ``apiflow transcripts ingest``, ``apiflow transcripts export`` and ``apiflow report``."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from apiflow.analysis.report import build_report
 from apiflow.analysis.summary import ReportOptions
 from apiflow.analysis.writers import print_leaderboard
 from apiflow.errors import UsageError
+from apiflow.gridcli import _storage_options as storage_options_arg  # one parser of --storage-options
+from apiflow.interop.export import export_inspect, iter_trials
 
 
 def register(subparsers) -> None:
-    """Add ``transcripts ingest`` and ``report`` to the top-level parser."""
+    """Add ``transcripts ingest``, ``transcripts export`` and ``report`` to the top-level parser."""
     transcripts = subparsers.add_parser("transcripts", help="work with schema-1.0 trial transcripts")
     verbs = transcripts.add_subparsers(
         dest="transcripts_verb", metavar="VERB", parser_class=type(transcripts)
@@ -27,11 +29,25 @@ def register(subparsers) -> None:
         "dirs",
         nargs="+",
         metavar="DIR",
-        help="folders (or files) of trial JSONs, e.g. <model>/<task>-t<N>.json",
+        help="folders (or files) of trial JSONs, e.g. <model>/<task>-t<N>.json, or .eval logs "
+        "written by `transcripts export`",
     )
     ing.add_argument("--out", required=True, metavar="FILE.parquet", help="Parquet file to write")
     ing.add_argument("--workers", type=int, default=0, help="parser processes (default: all cores)")
     ing.set_defaults(func=_ingest)
+    exp = verbs.add_parser("export", help="write trial records as Inspect AI .eval logs")
+    exp.add_argument(
+        "--format", required=True, choices=["inspect"], help="log format (inspect: Inspect AI .eval)"
+    )
+    exp.add_argument("results", metavar="RESULTS",
+                     help="what `grid run` wrote (local or s3://) or a folder of trial JSONs")  # fmt: skip
+    exp.add_argument("out", metavar="OUT",
+                     help="OUT.eval (one model on one bank) or a folder: one <model>_<bank>.eval each")  # fmt: skip
+    exp.add_argument(
+        "--model", nargs="+", default=None, metavar="MODEL", help="export only these model slugs"
+    )
+    exp.add_argument("--storage-options", help="fsspec options as JSON (e.g. an S3 endpoint)")
+    exp.set_defaults(func=_export)
     transcripts.set_defaults(func=lambda args: _missing_verb(transcripts))
 
     rep = subparsers.add_parser(
@@ -76,6 +92,18 @@ def _ingest(args: argparse.Namespace) -> int:
         f"({stats.rows:,} rows) in {seconds:.1f} s",
         file=sys.stderr,
     )
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    trials = iter_trials(args.results, storage_options_arg(args.storage_options))
+    logs = export_inspect(trials, args.out, models=args.model)
+    seconds = time.perf_counter() - start
+    for log in logs:
+        print(f"{log.path}  {log.model} on {log.bank}: {log.trials:,} samples ({log.unscored:,} unscored)")
+    total = sum(log.trials for log in logs)
+    print(f"exported {total:,} trials into {len(logs)} Inspect log(s) in {seconds:.1f} s", file=sys.stderr)
     return 0
 
 
