@@ -6,6 +6,13 @@ belong to the grid runner's single tenacity layer, which plugs in through ``Retr
 provider fault that outlives the hook becomes ``ProviderError`` (a harness outcome, never a model
 failure). Nothing is configured at import: the runner calls ``configure_litellm()``.
 
+Reasoning is replayed the way each provider requires in a tool loop: the provider-specific state of
+each assistant turn litellm returned (Anthropic ``thinking_blocks`` with their signatures, the
+Responses API's ``reasoning_items`` with encrypted content, open-weight providers'
+``reasoning_content``, Gemini's per-call thought signatures) is kept by the client, per turn, and
+sent back with that turn on every later call of the trial (``ReplayState``;
+docs/design/046-provider-fidelity.md says why the adapter keeps it rather than the record).
+
 This module's exception boundary is the single point where provider text becomes ours: every
 exception leaving ``generate`` carries a message redacted by ``apiflow.redact`` (environment keys,
 the client's own ``api_key``/headers, credential-shaped strings) and no chained original
@@ -18,7 +25,8 @@ import json
 import logging
 import os
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from apiflow.errors import UsageError
@@ -72,7 +80,9 @@ def check_model_id(model: str) -> None:
     try:
         _litellm().get_llm_provider(model=model)
     except Exception as exc:  # litellm raises its BadRequestError; any refusal means the same here
-        raise UsageError(f"unknown model {model!r}: no litellm provider for it ({type(exc).__name__})") from None
+        raise UsageError(
+            f"unknown model {model!r}: no litellm provider for it ({type(exc).__name__})"
+        ) from None
 
 
 class LiteLLMProviderError(ProviderError):
@@ -111,19 +121,71 @@ def _openai_tool_call(call: dict[str, Any]) -> dict[str, Any]:
     return {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": encoded}}
 
 
-def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Schema-1.0 transcript -> OpenAI chat messages.
+REPLAY_FIELDS = ("thinking_blocks", "reasoning_items", "reasoning_content")
+"""Assistant-message fields litellm returns that the provider needs back with the turn: Anthropic's
+signed thinking blocks, the Responses API's reasoning items (encrypted content), and the
+``reasoning_content`` open-weight reasoning models (DeepSeek, Kimi, ...) refuse a tool loop without."""
 
-    Reasoning blocks are not replayed (they are provider-specific and often opaque); a failed tool
-    call's result is its error message, so the model sees what went wrong.
+
+@dataclass(frozen=True, slots=True)
+class ReplayState:
+    """What one assistant turn must carry back to its provider beyond its text and tool calls.
+
+    Attributes:
+        fields: The turn's ``REPLAY_FIELDS`` as litellm returned them (absent ones left out).
+        call_fields: Each tool call's ``provider_specific_fields`` (Gemini thought signatures), by
+            position; None where a call had none.
+    """
+
+    fields: dict[str, Any]
+    call_fields: tuple[dict[str, Any] | None, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.fields and not any(self.call_fields)
+
+
+def _replay_state(message: Any) -> ReplayState:
+    fields = {name: value for name in REPLAY_FIELDS if (value := _plain(_get(message, name)))}
+    calls = tuple(
+        _plain(_get(call, "provider_specific_fields")) or None for call in (_get(message, "tool_calls") or ())
+    )
+    return ReplayState(fields, calls)
+
+
+def _plain(value: Any) -> Any:
+    """litellm's pydantic/typed-dict values as plain JSON data, so a replayed turn is sent as received."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(exclude_none=True)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def to_openai_messages(
+    messages: list[dict[str, Any]], replay: Sequence[ReplayState | None] = ()
+) -> list[dict[str, Any]]:
+    """Schema-1.0 transcript -> OpenAI chat messages (litellm's input shape for every provider).
+
+    ``replay[n]`` is sent back with the n-th assistant message: its reasoning state as the provider
+    returned it. Without it, a reasoning block of the record is not replayed (its text alone is no
+    valid input for any provider: signatures and encrypted content are not in the record). A failed
+    tool call's result is its error message, so the model sees what went wrong.
     """
     converted: list[dict[str, Any]] = []
+    turn = 0
     for message in messages:
         role = message["role"]
         if role == "assistant":
             item: dict[str, Any] = {"role": "assistant", "content": _text_of(message["content"]) or None}
             if message.get("tool_calls"):
                 item["tool_calls"] = [_openai_tool_call(c) for c in message["tool_calls"]]
+            state = replay[turn] if turn < len(replay) else None
+            if state is not None:
+                _attach(item, state)
+            turn += 1
             converted.append(item)
         elif role == "tool":
             error = message.get("error")
@@ -132,6 +194,13 @@ def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             converted.append({"role": role, "content": _text_of(message["content"])})
     return converted
+
+
+def _attach(item: dict[str, Any], state: ReplayState) -> None:
+    item.update(state.fields)
+    for call, extra in zip(item.get("tool_calls") or (), state.call_fields, strict=False):
+        if extra:
+            call["provider_specific_fields"] = extra
 
 
 # -- OpenAI -> schema 1.0 ------------------------------------------------------------------------
@@ -169,8 +238,46 @@ def _tokens(value: Any) -> int:
         return 0
 
 
+USAGE_SOURCES: dict[str, tuple[tuple[str | None, str], ...]] = {
+    "cache_read": (
+        (
+            "prompt_tokens_details",
+            "cached_tokens",
+        ),  # OpenAI, Fireworks; litellm maps Anthropic and DeepSeek here
+        (None, "cache_read_input_tokens"),  # Anthropic (litellm copies it to the top level)
+        (None, "prompt_cache_hit_tokens"),  # DeepSeek's own field, if litellm did not map it
+        (None, "cached_tokens"),  # Moonshot / Kimi put it at the top level
+    ),
+    "cache_write": (
+        (None, "cache_creation_input_tokens"),  # Anthropic
+        ("prompt_tokens_details", "cache_creation_tokens"),  # litellm's name for the same
+        ("prompt_tokens_details", "cache_write_tokens"),  # OpenRouter
+    ),
+    "reasoning": (
+        (
+            "completion_tokens_details",
+            "reasoning_tokens",
+        ),  # OpenAI, DeepSeek, Gemini; litellm's Anthropic thinking
+        (None, "reasoning_tokens"),
+    ),
+}
+"""Where each provider reports each priced kind, first found wins (``(details object, field)``).
+
+Every source counts a subset of litellm's totals: cache reads and writes are inside
+``prompt_tokens`` and reasoning inside ``completion_tokens``, which is why ``usage_from_response``
+subtracts them to make the kinds disjoint."""
+
+
+def _first_count(usage: Any, kind: str) -> int:
+    for details, name in USAGE_SOURCES[kind]:
+        value = _get(_get(usage, details) if details else usage, name)
+        if value:
+            return _tokens(value)
+    return 0
+
+
 def usage_from_response(usage: Any) -> Usage:
-    """litellm usage -> our ``Usage`` by priced kind.
+    """litellm usage -> our ``Usage`` by priced kind (``USAGE_SOURCES`` says where each is read).
 
     ``input`` excludes cache reads and writes (litellm's ``prompt_tokens`` includes them);
     the kinds are disjoint, as the price table prices them: ``output`` is the visible completion,
@@ -180,12 +287,9 @@ def usage_from_response(usage: Any) -> Usage:
         return Usage()
     prompt = _tokens(_get(usage, "prompt_tokens"))
     completion = _tokens(_get(usage, "completion_tokens"))
-    prompt_details = _get(usage, "prompt_tokens_details")
-    cache_read = _tokens(_get(prompt_details, "cached_tokens") or _get(usage, "cache_read_input_tokens"))
-    cache_write = _tokens(
-        _get(prompt_details, "cache_write_tokens") or _get(usage, "cache_creation_input_tokens")
-    )
-    reasoning = _tokens(_get(_get(usage, "completion_tokens_details"), "reasoning_tokens"))
+    cache_read = _first_count(usage, "cache_read")
+    cache_write = _first_count(usage, "cache_write")
+    reasoning = _first_count(usage, "reasoning")
     return Usage(
         input=max(0, prompt - cache_read - cache_write),
         output=max(0, completion - reasoning),
@@ -193,6 +297,30 @@ def usage_from_response(usage: Any) -> Usage:
         cache_write=cache_write,
         reasoning=reasoning,
     )
+
+
+def reasoning_text(message: Any) -> str | None:
+    """The reasoning the record keeps for one turn, as the published records do.
+
+    Readable reasoning when there is some (``reasoning_content``, which litellm also fills from
+    Anthropic thinking blocks and Responses summaries); otherwise the opaque form the provider sent
+    (a redacted thinking block's data, a reasoning item's encrypted content), like the published
+    ``"gAAAAA…"`` reasoning blocks (REFERENCE §1).
+    """
+    readable = _get(message, "reasoning_content")
+    if isinstance(readable, str) and readable:
+        return readable
+    opaque = [
+        str(data)
+        for block in (_get(message, "thinking_blocks") or ())
+        if (data := _get(block, "data") or _get(block, "thinking"))
+    ]
+    opaque += [
+        str(data)
+        for item in (_get(message, "reasoning_items") or ())
+        if (data := _get(item, "encrypted_content"))
+    ]
+    return "\n".join(opaque) or None
 
 
 def output_from_response(response: Any) -> ModelOutput:
@@ -206,7 +334,7 @@ def output_from_response(response: Any) -> ModelOutput:
     cost = hidden.get("response_cost")
     return ModelOutput(
         text=_get(message, "content") or "",
-        reasoning=_get(message, "reasoning_content") or None,
+        reasoning=reasoning_text(message),
         tool_calls=calls,
         usage=usage_from_response(_get(response, "usage")),
         provider_cost_usd=float(cost) if isinstance(cost, int | float) else None,
@@ -216,32 +344,50 @@ def output_from_response(response: Any) -> ModelOutput:
 class LiteLLMClient:
     """``ModelClient`` for any litellm model id.
 
+    One client plays one trial (``make_model`` builds one per trial): it keeps each assistant
+    turn's ``ReplayState`` and sends it back with that turn on every later call. The n-th assistant
+    message of the transcript is the n-th turn this client returned; a transcript with fewer
+    assistant turns than it holds is a new conversation, and the held state is dropped.
+
     Args:
         model: litellm model id, e.g. ``openai/gpt-5-mini``; recorded as ``model_api``.
         params: Extra ``acompletion`` keyword arguments (``api_base``, ``api_key``, ``timeout``, ...).
         retry: The retry layer (``RetryHook``); default one attempt.
+        replay: Send reasoning state back (default). Off only to show what a provider does
+            without it (the stand-in's tests expect the live API's 400).
     """
 
     def __init__(
-        self, model: str, params: dict[str, Any] | None = None, retry: RetryHook | None = None
+        self,
+        model: str,
+        params: dict[str, Any] | None = None,
+        retry: RetryHook | None = None,
+        *,
+        replay: bool = True,
     ) -> None:
         self.model_api = model
         self.params = dict(params or {})
         self.retry: RetryHook = retry or single_attempt
         self.secrets = frozenset(secrets_in(self.params))
         """Credential values of ``params`` (``api_key``, auth headers), redacted with the environment's."""
+        self.replay = replay
+        self.turns: list[ReplayState | None] = []
+        """Replay state of each assistant turn returned so far (None: nothing to send back)."""
 
     async def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
     ) -> ModelOutput:
         """One provider call; provider faults raise ``LiteLLMProviderError`` with the retry log."""
         litellm = _litellm()
+        held = sum(m.get("role") == "assistant" for m in messages)
+        if held < len(self.turns):  # a new conversation: earlier turns' state is not its own
+            self.turns.clear()
         kwargs: dict[str, Any] = {
             # The provider SDK retries twice by default; the one retry layer is ours (models/retry.py).
             "max_retries": 0,
             **self.params,
             "model": self.model_api,
-            "messages": to_openai_messages(messages),
+            "messages": to_openai_messages(messages, self.turns if self.replay else ()),
             "temperature": config.temperature,
             "num_retries": 0,
             **config.extra,
@@ -258,6 +404,9 @@ class LiteLLMClient:
         except Exception as exc:  # a harness bug: still loud, but its text may quote the request too
             raise _harness_fault(exc, self.secrets) from None
         output = output_from_response(response)
+        state = _replay_state(response.choices[0].message)
+        self.turns.extend([None] * (held - len(self.turns)))  # turns this client did not produce
+        self.turns.append(None if state.empty else state)
         if retry_log:
             output = ModelOutput(
                 output.text,
@@ -304,5 +453,7 @@ def _provider_error(
 
 def _harness_fault(exc: Exception, secrets: frozenset[str] = frozenset()) -> LiteLLMHarnessFault:
     fault = LiteLLMHarnessFault(redact(f"{type(exc).__name__}: {exc}", secrets)[:MESSAGE_LIMIT])
-    fault.add_note("original traceback (redacted):\n" + redact("".join(traceback.format_exception(exc)), secrets))
+    fault.add_note(
+        "original traceback (redacted):\n" + redact("".join(traceback.format_exception(exc)), secrets)
+    )
     return fault

@@ -1,4 +1,4 @@
-"""An OpenAI-compatible stand-in provider on 127.0.0.1 that plays the offline models.
+"""A stand-in provider on 127.0.0.1 that plays the offline models, in OpenAI's and Anthropic's shapes.
 
 Tests and benchmarks point litellm at it (``openai/apiflow/sim:ace`` with ``api_base``), so the
 real provider path — litellm, the retry layer, the shared rate limiter — runs against real HTTP
@@ -6,6 +6,14 @@ with the faults providers have: RPM/TPM limits answered with 429 + ``Retry-After
 hung requests (timeouts), malformed tool-call JSON and empty replies. It is stateless: each
 request rebuilds the offline model for the conversation's task and replays the conversation,
 so retries and concurrent trials of one task always get consistent answers.
+
+It also answers ``POST /v1/messages`` in the Anthropic Messages shape (``anthropic/apiflow/sim:ace``
+with ``api_base`` = the server root; signed thinking blocks, ``tool_use``/``tool_result``, cache
+read/write usage; ``apiflow.models.standin_anthropic``), and with ``reasoning`` the OpenAI side
+returns ``reasoning_content`` and ``reasoning_tokens`` as open-weight reasoning models do. Both
+wires refuse, with a 400 in the real error shape, what live APIs refuse: orphan tool results,
+unanswered tool calls, empty content, and a tool loop whose assistant turn lost its thinking
+block / signature / ``reasoning_content`` (docs/design/046-provider-fidelity.md).
 
     python -m apiflow.models.standin_server --bank bank/sample --port 8099 --rpm 600 --p-500 0.05
 """
@@ -22,14 +30,16 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 from apiflow.agent.prompts import user_message
 from apiflow.bank import DEFAULT_BANK, Task, load_bank
+from apiflow.models import standin_anthropic as anthropic_wire
 from apiflow.models.base import GenerateConfig, ModelOutput
 from apiflow.models.registry import make_model
 
 _CHARS_PER_TOKEN = 4
+Wire = Literal["openai", "anthropic"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,14 @@ class StandinConfig:
         p_garbage: Probability per request of a 200 whose body is not JSON (a broken proxy).
         retry_after_s: The ``Retry-After`` an injected 429 (``p_429``) asks for (limit 429s ask
             for the real wait).
+        reasoning: The OpenAI wire reasons as open-weight reasoning models do: each reply carries
+            ``reasoning_content`` and ``completion_tokens_details.reasoning_tokens``, and an assistant
+            turn with tool calls sent back without its ``reasoning_content`` is refused (400).
+            The Anthropic wire reasons when the request enables ``thinking``.
+        plays: ``(provider model name, offline model)`` pairs: a request for ``claude-sonnet-4-6``
+            is played by ``apiflow/sim:ace``, so litellm routes a real model id (with its real
+            capabilities: thinking, reasoning effort) to the stand-in. Other names must be
+            offline model names.
     """
 
     bank: str = str(DEFAULT_BANK)
@@ -67,6 +85,8 @@ class StandinConfig:
     echo_auth: bool = False
     p_garbage: float = 0.0
     retry_after_s: float = 1.0
+    reasoning: bool = False
+    plays: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -81,11 +101,15 @@ class StandinStats:
     malformed: int = 0
     empty: int = 0
     garbage: int = 0
+    rejected: int = 0
+    """Requests refused with a 400 a live API would also send (broken tool loops, lost reasoning)."""
     billed_input: int = 0
     """Tokens of answered requests by priced kind: what a real provider would bill (the chaos
     suite's independent measure of true spend, killed attempts included)."""
     billed_output: int = 0
     billed_cache_read: int = 0
+    billed_cache_write: int = 0
+    billed_reasoning: int = 0
     answered_at: list[float] = field(default_factory=list)
 
 
@@ -161,6 +185,8 @@ class StandinProvider:
         self.stats = StandinStats()
         self.dice = random.Random(config.seed)
         self.lock = threading.Lock()
+        self.key = hashlib.sha256(f"apiflow-standin-thinking|{config.seed}".encode()).digest()
+        """Signs the thinking blocks this server mints, so it can tell a replayed one from a forged one."""
 
     def _roll(self) -> float:
         with self.lock:
@@ -173,15 +199,19 @@ class StandinProvider:
                 self.stats.answered_at.append(time.monotonic())
 
     def handle(
-        self, body: dict[str, Any], auth: str = ""
+        self, body: dict[str, Any], auth: str = "", wire: Wire = "openai"
     ) -> tuple[int, dict[str, str], dict[str, Any] | str | None]:
         """``(status, headers, json body)``; a None body means "hang up without answering", a str
         body is sent as it is (not JSON).
 
-        ``auth`` is the request's credential header, quoted in fault bodies only with ``echo_auth``.
+        ``auth`` is the request's credential header, quoted in fault bodies only with ``echo_auth``;
+        ``wire`` is the API shape (``openai`` chat completions or ``anthropic`` messages). The
+        faults are the same on both (a Messages reply cannot carry malformed tool JSON, so
+        ``p_malformed`` applies to the OpenAI wire only).
         """
         self._count("requests")
         c = self.config
+        error = anthropic_wire.error_body if wire == "anthropic" else _error
         echo = f" (request credentials: {auth})" if c.echo_auth and auth else ""
         messages = body.get("messages") or []
         prompt_tokens = sum(len(json.dumps(m)) for m in messages) // _CHARS_PER_TOKEN
@@ -194,11 +224,11 @@ class StandinProvider:
                 "retry-after": str(max(1, math.ceil(wait))),  # whole seconds (RFC 9110); -ms is exact
                 "retry-after-ms": str(int(wait * 1000) + 1),
             }
-            return 429, headers, _error("rate_limit_exceeded", "Rate limit reached for requests" + echo)
+            return 429, headers, error("rate_limit_exceeded", "Rate limit reached for requests" + echo)
         if c.p_500 and self._roll() < c.p_500:
             self._count("server_errors")
             message = "The server had an error while processing your request" + echo
-            return 500, {}, _error("server_error", message)
+            return 500, {}, error("server_error", message)
         if c.p_garbage and self._roll() < c.p_garbage:
             self._count("garbage")
             return 200, {}, "<html>upstream proxy error" + echo + "</html>"
@@ -209,25 +239,57 @@ class StandinProvider:
         if c.latency_s:
             time.sleep(c.latency_s)
         try:
-            output = self._play(body["model"], _from_openai(messages), body.get("tools") or [])
+            if wire == "anthropic":
+                anthropic_wire.check_request(body, self.key)
+                conversation = anthropic_wire.to_schema_messages(body)
+            else:
+                check_openai_request(messages, self.config.reasoning)
+                conversation = _from_openai(messages)
+        except anthropic_wire.Rejected as exc:
+            self._count("rejected")
+            return 400, {}, error("invalid_request_error", str(exc))
+        try:
+            output = self._play(body["model"], conversation, body.get("tools") or [])
         except LookupError as exc:
-            return 400, {}, _error("invalid_request_error", str(exc) + echo)
-        completion = self._completion(body["model"], output)
+            return 400, {}, error("invalid_request_error", str(exc) + echo)
+        turn = sum(m["role"] == "assistant" for m in conversation)
+        if wire == "anthropic":
+            thinking = _thinking(output, turn) if anthropic_wire.thinking_enabled(body) else None
+            cached = anthropic_wire.has_cache_breakpoint(body)
+            completion = self._messages_reply(body["model"], output, thinking, cached)
+            billed = completion["usage"]
+            self._bill(billed["input_tokens"], output.usage.output, billed["cache_read_input_tokens"],
+                       billed["cache_creation_input_tokens"], billed["output_tokens"] - output.usage.output)  # fmt: skip
+        else:
+            reasoning = _thinking(output, turn) if c.reasoning else None
+            completion = self._completion(body["model"], output, reasoning)
+            spent = completion["usage"]["completion_tokens_details"]["reasoning_tokens"]
+            self._bill(output.usage.input, output.usage.output, output.usage.cache_read, 0, spent)
         self._count("answered")
-        self._bill(output)
         return 200, {}, completion
 
-    def _bill(self, output: ModelOutput) -> None:
+    def _messages_reply(
+        self, model: str, output: ModelOutput, thinking: str | None, cached: bool
+    ) -> dict[str, Any]:
+        if self.config.p_empty and self._roll() < self.config.p_empty:  # the empty-reply fault, same dice
+            self._count("empty")
+            output = ModelOutput(usage=output.usage)
+        return anthropic_wire.render_message(model, output, thinking, self.key, cached)
+
+    def _bill(self, input: int, output: int, cache_read: int, cache_write: int, reasoning: int) -> None:
         with self.lock:
-            self.stats.billed_input += output.usage.input
-            self.stats.billed_output += output.usage.output
-            self.stats.billed_cache_read += output.usage.cache_read
+            self.stats.billed_input += input
+            self.stats.billed_output += output
+            self.stats.billed_cache_read += cache_read
+            self.stats.billed_cache_write += cache_write
+            self.stats.billed_reasoning += reasoning
 
     def _play(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelOutput:
         user = next((m["content"] for m in messages if m["role"] == "user"), None)
         task = self.tasks.get(user or "")
         if task is None:
             raise LookupError("the stand-in only knows conversations about its bank's tasks")
+        model = dict(self.config.plays).get(model, model)
         seed = int(hashlib.sha256(f"{model}|{task.id}".encode()).hexdigest()[:12], 16)
         player = make_model(model, task, seed)
         config = GenerateConfig()
@@ -241,7 +303,7 @@ class StandinProvider:
 
         return asyncio.run(replay())
 
-    def _completion(self, model: str, output: ModelOutput) -> dict[str, Any]:
+    def _completion(self, model: str, output: ModelOutput, reasoning: str | None = None) -> dict[str, Any]:
         c = self.config
         calls: list[dict[str, Any]] = [
             {"id": tc.id, "type": "function",
@@ -259,8 +321,12 @@ class StandinProvider:
         usage = output.usage
         prompt = usage.input + usage.cache_read
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if reasoning is not None:
+            message["reasoning_content"] = reasoning
         if calls:
             message["tool_calls"] = calls
+        spent = len(reasoning) // _CHARS_PER_TOKEN if reasoning else 0
+        completion = usage.output + spent  # OpenAI counts reasoning inside completion_tokens
         return {
             "id": "chatcmpl-standin",
             "object": "chat.completion",
@@ -269,15 +335,62 @@ class StandinProvider:
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
             "usage": {
                 "prompt_tokens": prompt,
-                "completion_tokens": usage.output,
-                "total_tokens": prompt + usage.output,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
                 "prompt_tokens_details": {"cached_tokens": usage.cache_read},
+                "completion_tokens_details": {"reasoning_tokens": spent},
             },
         }
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": kind}}
+
+
+def _thinking(output: ModelOutput, turn: int) -> str:
+    """The reasoning the stand-in shows for one turn: deterministic, so records replay exactly."""
+    if output.tool_calls:
+        names = ", ".join(call.name for call in output.tool_calls)
+        return f"Turn {turn}: the next step needs {names}; checking what the last results showed."
+    return f"Turn {turn}: the results so far answer the task; writing the answer card."
+
+
+def check_openai_request(messages: list[dict[str, Any]], reasoning: bool) -> None:
+    """Refuse what OpenAI-compatible APIs refuse in a tool loop.
+
+    Every tool message answers a call of the assistant turn before it, every call is answered
+    before the next non-tool message, and (``reasoning``: open-weight reasoning models such as
+    DeepSeek's thinking mode) each assistant turn with tool calls comes back with its
+    ``reasoning_content``.
+
+    Raises:
+        anthropic_wire.Rejected: With the kind of message those APIs send.
+    """
+    pending: set[str] = set()
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            if message.get("tool_call_id") not in pending:
+                raise anthropic_wire.Rejected(
+                    f"Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                    f"message with 'tool_calls' (messages.[{index}].tool_call_id)."
+                )
+            pending.discard(message["tool_call_id"])
+            continue
+        if pending:
+            raise anthropic_wire.Rejected(
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to "
+                f"each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+                f"{', '.join(sorted(pending))}"
+            )
+        calls = message.get("tool_calls") or () if role == "assistant" else ()
+        if calls and reasoning and not message.get("reasoning_content"):
+            raise anthropic_wire.Rejected(
+                f"Missing `reasoning_content` field in the assistant message at message index {index}. "
+                "In thinking mode, the reasoning_content of assistant turns with tool calls must be "
+                "passed back."
+            )
+        pending = {str(c.get("id")) for c in calls}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -312,11 +425,16 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._send(400, {}, _error("invalid_request_error", "body is not JSON"))
             return
-        if not self.path.rstrip("/").endswith("chat/completions"):
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path.endswith("chat/completions"):
+            wire: Wire = "openai"
+        elif path.endswith("/v1/messages"):
+            wire = "anthropic"
+        else:
             self._send(404, {}, _error("not_found", self.path))
             return
         auth = self.headers.get("authorization") or self.headers.get("x-api-key") or ""
-        status, headers, payload = self.provider.handle(body, auth)
+        status, headers, payload = self.provider.handle(body, auth, wire)
         if payload is None:  # a hung request: drop the connection as a dead upstream would
             self.close_connection = True
             return
@@ -340,8 +458,13 @@ class StandinServer:
 
     @property
     def url(self) -> str:
-        """Base URL for litellm's ``api_base`` (``http://127.0.0.1:PORT/v1``)."""
+        """Base URL for litellm's ``api_base`` on ``openai/`` routes (``http://127.0.0.1:PORT/v1``)."""
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    @property
+    def root(self) -> str:
+        """Base URL for litellm's ``api_base`` on ``anthropic/`` routes (it appends ``/v1/messages``)."""
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def start(self) -> str:
         self.thread.start()
@@ -367,8 +490,16 @@ def main(argv: list[str] | None = None) -> int:
                        ("p-malformed", float), ("p-empty", float), ("seed", int), ("p-garbage", float),
                        ("retry-after-s", float)):  # fmt: skip
         parser.add_argument(f"--{name}", type=kind)
+    parser.add_argument("--reasoning", action="store_true", default=None,
+                        help="OpenAI wire: reply with reasoning_content and demand it back in tool loops")  # fmt: skip
+    parser.add_argument("--play", action="append", default=[], metavar="NAME=MODEL",
+                        help="answer requests for model NAME with the offline MODEL (repeatable)")  # fmt: skip
     args = vars(parser.parse_args(argv))
     port = args.pop("port")
+    plays = [tuple(item.split("=", 1)) for item in args.pop("play")]
+    if any(len(pair) != 2 or not all(pair) for pair in plays):
+        parser.error("--play takes NAME=MODEL")
+    args["plays"] = tuple(plays) or None
     config = StandinConfig(**{k: v for k, v in args.items() if v is not None})
     server = StandinServer(config, port)
     print(server.start(), flush=True)
