@@ -16,6 +16,7 @@ from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
 from apiflow.models import check_model_name, is_offline, make_model, model_slug
+from apiflow.models.registry import EXTERNAL_PREFIX
 from apiflow.results.prices import DEFAULT_PRICE_TABLE, Prices, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
 
@@ -39,7 +40,9 @@ def register(subparsers: Any) -> None:
 
     run = subparsers.add_parser("run", help="run trials locally and write their schema-1.0 JSON")
     run.add_argument(
-        "--model", required=True, help="apiflow/oracle, apiflow/blank, apiflow/sim:<profile> or a litellm id"
+        "--model",
+        required=True,
+        help="apiflow/oracle, apiflow/blank, apiflow/sim:<profile>, external/<label> (an MCP agent) or a litellm id",
     )
     run.add_argument(
         "--task", nargs="+", required=True, metavar="TASK_ID", help=f"task ids, or `{ALL_TASKS}`"
@@ -176,7 +179,8 @@ def _run(args: argparse.Namespace) -> int:
         (out / slug).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create output folder {out / slug}: {exc.strerror}") from None
-    if not is_offline(args.model):
+    if not is_offline(args.model) and not args.model.startswith(EXTERNAL_PREFIX):
+        # External agents bring their own model: only litellm models need litellm configured.
         from apiflow.models.litellm_client import configure_litellm
 
         configure_litellm()
