@@ -41,6 +41,7 @@ from apiflow.models.base import GenerateConfig, ModelOutput, ProviderError
 Transport = Literal["http", "stdio"]
 _PARAMS = {"command", "transport", "endpoint", "env", "connect_timeout_s", "grace_s"}
 URL_ENV, TASK_ENV = "APIFLOW_MCP_URL", "APIFLOW_TASK_ID"
+_TIMEOUTS = {"connect_timeout_s": 120.0, "grace_s": 5.0}
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def agent_config(name: str, params: dict[str, Any] | None) -> ExternalAgentConfi
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()
     ):
         raise UsageError(f"{name}: params.env must map names to strings")
-    timeouts = {k: p.get(k, getattr(ExternalAgentConfig, k)) for k in ("connect_timeout_s", "grace_s")}
+    timeouts = {k: p.get(k, default) for k, default in _TIMEOUTS.items()}
     if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in timeouts.values()):
         raise UsageError(f"{name}: params.connect_timeout_s and params.grace_s must be positive numbers")
     return ExternalAgentConfig(
