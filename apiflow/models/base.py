@@ -53,7 +53,10 @@ class ModelOutput:
 
     Attributes:
         text: Visible assistant text ("" when none).
-        reasoning: Reasoning text, if the provider exposes it.
+        reasoning: Reasoning as the record keeps it: readable text when the provider exposes
+            some, else its opaque form (encrypted content, redacted thinking data). What a provider
+            needs replayed (signatures, item ids) is not here: the client that produced the turn
+            keeps it (docs/design/046-provider-fidelity.md).
         tool_calls: Calls to run, possibly several in parallel.
         usage: Tokens this call consumed.
         provider_cost_usd: The provider library's own cost figure, kept only as a cross-check.
