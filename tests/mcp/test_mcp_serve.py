@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,10 @@ from mcp import Client, StdioServerParameters
 from mcpkit import SLUG, comparable, in_process
 
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
+from apiflow.bank.task import GoldenCall, Task
 from apiflow.mcp.agent import play
 from apiflow.models.base import ModelClient
-from apiflow.models.offline import blank_model, oracle_model
+from apiflow.models.offline import PlannedCall, ScriptedModel, Turn, blank_model, golden_turns, oracle_model
 from apiflow.tools import tool_schemas
 
 CHAIN = "sample-w01-chain-1to05"  # salted values, cut previews, 20+ calls
@@ -100,12 +102,19 @@ async def _play_http(task_id: str, out: Path, model: ModelClient) -> int:
             await process.wait()
 
 
+def _bad_call_then_golden(task: Task) -> ScriptedModel:
+    """The golden solution after one call with malformed arguments (a ``parsing`` error)."""
+    bad = Turn((PlannedCall(GoldenCall(name="read", arguments={"bogus": 1})),))
+    return ScriptedModel("apiflow/oracle", [bad, *golden_turns(task)])
+
+
 def test_golden_over_streamable_http_gives_the_in_process_record(bank: Bank, tmp_path: Path) -> None:
     task = bank.task(SOLO)
-    assert asyncio.run(_play_http(SOLO, tmp_path, oracle_model(task))) == 0
+    assert asyncio.run(_play_http(SOLO, tmp_path, _bad_call_then_golden(task))) == 0
     record = _record(tmp_path, SOLO)
     assert record["verdict"] == "C"
-    assert comparable(record) == comparable(in_process(bank, task, oracle_model(task)))
+    assert record["messages"][3]["error"]["type"] == "parsing"
+    assert comparable(record) == comparable(in_process(bank, task, _bad_call_then_golden(task)))
 
 
 def test_mcp_flags_need_mcp(tmp_path: Path) -> None:
@@ -114,3 +123,14 @@ def test_mcp_flags_need_mcp(tmp_path: Path) -> None:
     assert main(["world", "serve", "--task", SOLO, "--transport", "http"]) == 2
     assert main(["world", "serve", "--mcp", "--task", SOLO, "--max-seconds", "0"]) == 2
     assert main(["world", "serve", "--mcp", "--task", "no-such-task", "--out", str(tmp_path)]) == 2
+
+
+def test_importing_apiflow_loads_no_mcp_sdk() -> None:
+    code = (
+        "import sys, apiflow, apiflow.cli, apiflow.mcp, apiflow.models.external; apiflow.cli.build_parser(); "
+        "print(sorted(m for m in ('mcp', 'mcp_types', 'uvicorn', 'starlette') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
