@@ -25,7 +25,7 @@ from apiflow.mcp import AgentBridge
 from apiflow.mcp.agent import play
 from apiflow.mcp.bridge import TRIAL_OVER
 from apiflow.mcp.server import build_server
-from apiflow.models.offline import PlannedCall, ScriptedModel, Turn
+from apiflow.models.offline import PlannedCall, ScriptedModel, Turn, oracle_model
 from apiflow.results.record import TrialRecord
 
 TASK = "sample-w01-sub01"
@@ -153,3 +153,10 @@ def test_protocol_mistakes_are_refused_and_late_calls_told_the_trial_is_over(ban
     assert bad_finish.is_error and "answer" in bad_finish.content[0].text
     assert late.is_error and late.content[0].text == TRIAL_OVER
     assert record.apiflow.termination == "answered" and record.apiflow.tool_calls == 1
+
+
+def test_every_sample_task_golden_over_mcp_is_the_in_process_record(bank: Bank) -> None:
+    for task in bank.tasks.values():
+        record, _ = asyncio.run(_over_mcp(bank, task, lambda c, t=task: play(c, oracle_model(t))))
+        assert record.verdict == "C", task.id
+        assert comparable(record) == comparable(in_process(bank, task, oracle_model(task))), task.id
