@@ -17,7 +17,7 @@ import ray
 from apiflow.agent import run_trial, trial_seed
 from apiflow.bank import Bank, load_bank
 from apiflow.errors import UsageError
-from apiflow.models import GenerateConfig, make_model
+from apiflow.models import GenerateConfig, make_model, model_prices, uses_litellm
 from apiflow.models.retry import RetryPolicy, retry_hook
 from apiflow.results.prices import Prices, PriceTable, cost_usd, load_price_table
 from apiflow.results.rows import record_to_row
@@ -48,11 +48,12 @@ class TrialOutcome:
 
 
 def price_for(table: PriceTable, model: GridModel) -> Prices:
-    """A grid model's prices: by its slug, else by its model id (litellm ids are table aliases)."""
-    for key in (model.slug, model.model):
-        if table.has(key):
-            return table.price(key)
-    raise UsageError(f"price table {table.version} has no price for {model.slug!r} ({model.model})")
+    """A grid model's prices: by its slug, else by its model id (litellm ids are table aliases),
+    else a plug-in's own (declared, or free)."""
+    prices = model_prices(table, model.slug, model.model)
+    if prices is None:
+        raise UsageError(f"price table {table.version} has no price for {model.slug!r} ({model.model})")
+    return prices
 
 
 def load_checked_bank(spec: GridSpec) -> Bank:
@@ -91,7 +92,7 @@ class TrialRunner:
         task = self.bank.task(planned.task_id)
         params = grid_model.params
         model = make_model(grid_model.model, task, trial_seed(planned.seed, task.id, planned.epoch), params)
-        if not grid_model.offline:
+        if uses_litellm(grid_model.model):  # plug-ins and external agents bring their own transport
             gate = self.gates.get(grid_model.provider)
             model.retry = retry_hook(self.policy, ActorCallGate(gate) if gate is not None else None)  # type: ignore[attr-defined]
         if self.ledger is not None:

@@ -1,4 +1,9 @@
-"""``make_model``: every model by name, offline ones and (for any other name) the litellm adapter."""
+"""``make_model``: every model by name.
+
+Routing order: built-in ``apiflow/...`` (offline, sims, adversaries), ``external/<label>`` (an agent
+over MCP), installed plug-ins by prefix (``apiflow.models.plugins``), then the litellm adapter for
+any other name.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,9 @@ from apiflow.errors import UsageError
 from apiflow.models.adversarial import ADV_PREFIX, ADVERSARIES, ADVERSARY_MODELS, adversary_model
 from apiflow.models.base import ModelClient
 from apiflow.models.offline import blank_model, oracle_model
+from apiflow.models.plugins import check_plugin_name, is_plugin, make_plugin_model, plugin_prices
 from apiflow.models.sim import PROFILES, is_sim_profile, sim_model, sim_profile_names
+from apiflow.results.prices import Prices, PriceTable
 
 OFFLINE_PREFIX = "apiflow/"
 EXTERNAL_PREFIX = "external/"
@@ -28,11 +35,26 @@ def is_offline(name: str) -> bool:
     return name.startswith(OFFLINE_PREFIX)
 
 
+def uses_litellm(name: str) -> bool:
+    """True for the names the litellm adapter serves (not built-in, external or a plug-in)."""
+    return not (is_offline(name) or name.startswith(EXTERNAL_PREFIX) or is_plugin(name))
+
+
 def model_slug(name: str) -> str:
     """The results folder name of a model: ``apiflow/sim:weak`` -> ``apiflow-sim-weak``,
-    ``openai/gpt-5-mini`` -> ``gpt-5-mini`` (the published slugs drop the provider route)."""
-    base = name if is_offline(name) else name.rsplit("/", 1)[-1]
+    ``openai/gpt-5-mini`` -> ``gpt-5-mini`` (the published slugs drop the provider route), a
+    plug-in's ``my-agent/solver`` -> ``my-agent-solver`` (its prefix names the agent: kept)."""
+    base = name if is_offline(name) or is_plugin(name) else name.rsplit("/", 1)[-1]
     return re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-") or "model"
+
+
+def model_prices(table: PriceTable, slug: str, name: str) -> Prices | None:
+    """A model's prices: the table's entry for its slug, else for its name (litellm ids are table
+    aliases), else a plug-in's own (declared, or free); None when there are none."""
+    for key in (slug, name):
+        if table.has(key):
+            return table.price(key)
+    return plugin_prices(name) if is_plugin(name) else None
 
 
 def check_model_name(name: str) -> None:
@@ -53,6 +75,9 @@ def check_model_name(name: str) -> None:
             known = ", ".join(sim_profile_names())
             raise UsageError(f"unknown sim profile {name[len(SIM_PREFIX) :]!r}; known: {known}")
         raise UsageError(f"unknown offline model {name!r}; known: {', '.join(OFFLINE_MODELS)}")
+    if is_plugin(name):
+        check_plugin_name(name)
+        return
     if not is_offline(name):
         # Imported only on the provider path: offline models never load litellm.
         from apiflow.models.litellm_client import check_model_id
@@ -65,14 +90,18 @@ def make_model(name: str, task: Task, seed: int, params: dict[str, Any] | None =
 
     Args:
         name: ``apiflow/oracle``, ``apiflow/blank``, ``apiflow/sim:<profile>``, ``apiflow/adv:<name>``
-            (a cheating agent, ``apiflow.models.adversarial``), or any litellm model
-            id (e.g. ``openai/gpt-5-mini``), which goes to the litellm adapter.
+            (a cheating agent, ``apiflow.models.adversarial``), ``external/<label>`` (an agent over
+            MCP), ``<prefix>/<model>`` of an installed plug-in (``apiflow.models.plugins``), or any
+            litellm model id (e.g. ``openai/gpt-5-mini``), which goes to the litellm adapter.
         task: The trial's task (offline models play or perturb its golden solution).
         seed: The trial seed; offline randomness derives from it.
-        params: Provider parameters for the litellm adapter (api_base, timeout, ...).
+        params: Provider parameters for the litellm adapter (api_base, timeout, ...), the external
+            agent's transport, or a plug-in's own parameters.
 
     Raises:
-        UsageError: Unknown offline model or sim profile, or a malformed name.
+        UsageError: Unknown offline model or sim profile, a malformed name, or a plug-in that
+            cannot be loaded or refuses the name (a plug-in's fault while building the model of
+            a trial is not raised: that trial ends as a ``harness_error``).
     """
     check_model_name(name)
     if name == "apiflow/oracle":
@@ -88,6 +117,8 @@ def make_model(name: str, task: Task, seed: int, params: dict[str, Any] | None =
         from apiflow.models.external import external_model
 
         return external_model(name, task, seed, params)
+    if is_plugin(name):
+        return make_plugin_model(name, task, seed, params)
     # Imported only on the provider path: offline models never load litellm.
     from apiflow.models.litellm_client import LiteLLMClient
 

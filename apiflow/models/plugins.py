@@ -1,0 +1,284 @@
+"""Model plug-ins: installed packages that serve ``<prefix>/<anything>`` through an entry point.
+
+A distribution declares, in its ``pyproject.toml``::
+
+    [project.entry-points."apiflow.models"]
+    my-agent = "my_agent:make_model"
+
+and ``my-agent/<anything>`` then names one of its models in ``apiflow run``, a grid, and the
+notebook API, with no change to apiflow. The entry point's name is the prefix; its value is
+either a factory ``(name, task, seed, params) -> ModelClient`` or an object with a ``make_model``
+method of that signature and, optionally, ``check(name)`` (raise to refuse a name before any
+trial runs) and ``prices`` (USD per million tokens, ``apiflow.results.prices.Prices`` fields).
+
+Lazy on purpose: the entry-point table is read once, on the first name that is neither built-in
+nor external, and a plug-in's module is imported only when a name with its prefix is used (an
+installed but unused plug-in costs nothing and cannot break other runs). A plug-in never wins
+over a route litellm knows: a prefix that litellm also routes is refused, so installing a package
+can never silently redirect ``openai/...`` trials to it (docs/design/080-plugins.md).
+
+Faults: a plug-in that cannot be loaded, or refuses a name, is a ``UsageError`` naming its
+distribution when the name is checked; inside a trial (a factory that raises, a model that
+breaks the contract or raises in ``generate``) it is a ``harness_error`` on the trial, logged as
+one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from apiflow.bank.task import Task
+from apiflow.errors import UsageError
+from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError
+from apiflow.results.prices import Prices
+
+GROUP = "apiflow.models"
+"""The entry-point group plug-ins register under."""
+
+RESERVED_PREFIXES = frozenset({"apiflow", "external"})
+"""Prefixes apiflow routes itself; an entry point claiming one is never consulted."""
+
+FREE = Prices(input=0.0, output=0.0, cache_read=0.0, cache_write=0.0, reasoning=0.0)
+"""A plug-in's price unless it declares one (or the price table names it)."""
+
+Factory = Callable[[str, Task, int, "dict[str, Any] | None"], ModelClient]
+
+
+class PluginError(UsageError):
+    """A plug-in could not be loaded, refused a name, or broke the ``ModelClient`` contract."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedPlugin:
+    """One plug-in, imported.
+
+    Attributes:
+        prefix: The entry point's name (``my-agent`` serves ``my-agent/<anything>``).
+        origin: ``distribution version`` (what error messages and docs name).
+        factory: Builds the model of one trial.
+        check: Optional name validator (raises to refuse).
+        prices: Declared prices, or None (then the price table, else free).
+    """
+
+    prefix: str
+    origin: str
+    factory: Factory
+    check: Callable[[str], Any] | None
+    prices: Prices | None
+
+
+def plugin_prefix(name: str) -> str | None:
+    """The installed plug-in prefix that serves ``name``, or None."""
+    prefix, sep, _ = name.partition("/")
+    if not sep or prefix in RESERVED_PREFIXES:
+        return None
+    return prefix if prefix in _entry_points() else None
+
+
+def is_plugin(name: str) -> bool:
+    """True when an installed plug-in serves ``name``."""
+    return plugin_prefix(name) is not None
+
+
+def installed_plugins() -> dict[str, str]:
+    """Prefix -> ``distribution version`` of every installed plug-in (nothing is imported)."""
+    return {prefix: _origin(points) for prefix, points in sorted(_entry_points().items())}
+
+
+@functools.cache
+def _entry_points() -> dict[str, tuple[importlib.metadata.EntryPoint, ...]]:
+    # Read once per process: scanning every installed distribution is the only cost of the lookup.
+    table: dict[str, tuple[importlib.metadata.EntryPoint, ...]] = {}
+    for point in importlib.metadata.entry_points(group=GROUP):
+        if point.name not in RESERVED_PREFIXES:
+            table[point.name] = (*table.get(point.name, ()), point)
+    return table
+
+
+def _origin(points: tuple[importlib.metadata.EntryPoint, ...]) -> str:
+    names = []
+    for point in points:
+        dist = point.dist
+        names.append(f"{dist.name} {dist.version}" if dist is not None else point.value)
+    return " and ".join(dict.fromkeys(names))
+
+
+@functools.cache
+def load_plugin(prefix: str) -> LoadedPlugin:
+    """Import the plug-in serving ``prefix`` (once per process).
+
+    Raises:
+        PluginError: Not installed, claimed by two distributions, or its target cannot be imported
+            or is neither a factory nor an object with ``make_model``.
+    """
+    points = _entry_points().get(prefix)
+    if not points:
+        raise PluginError(f"no plug-in serves {prefix}/...: no {GROUP!r} entry point named {prefix!r}")
+    origin = _origin(points)
+    if len({p.value for p in points}) > 1:
+        raise PluginError(f"plug-in prefix {prefix!r} is claimed by more than one distribution ({origin})")
+    try:
+        target = points[0].load()
+    except Exception as exc:  # noqa: BLE001 - any import failure of a third-party package: say whose
+        raise PluginError(
+            f"plug-in {prefix!r} ({origin}) failed to load {points[0].value}: {type(exc).__name__}: {exc}"
+        ) from None
+    factory = getattr(target, "make_model", None) or (target if callable(target) else None)
+    if not callable(factory):
+        raise PluginError(
+            f"plug-in {prefix!r} ({origin}): {points[0].value} is neither a factory nor has make_model"
+        )
+    check = getattr(target, "check", None)
+    return LoadedPlugin(prefix, origin, factory, check if callable(check) else None, _prices(target, origin))
+
+
+def _prices(target: Any, origin: str) -> Prices | None:
+    declared = getattr(target, "prices", None)
+    if declared is None or isinstance(declared, Prices):
+        return declared
+    try:
+        return Prices(**{**FREE.model_dump(), **dict(declared)})
+    except (TypeError, ValueError) as exc:
+        raise PluginError(f"plug-in {origin}: bad prices {declared!r} ({exc})") from None
+
+
+def check_plugin_name(name: str) -> None:
+    """Refuse a plug-in name before any trial runs: load the plug-in, ask its ``check``.
+
+    Raises:
+        PluginError: Empty model part, a load failure, a prefix litellm also routes, or the
+            plug-in's own ``check`` refused the name.
+    """
+    prefix = _served(name)
+    if not name[len(prefix) + 1 :]:
+        raise PluginError(f"bad model name {name!r}: {prefix}/<model> names one of the plug-in's models")
+    plugin = load_plugin(prefix)
+    _refuse_litellm_route(prefix, plugin.origin)
+    if plugin.check is not None:
+        try:
+            plugin.check(name)
+        except Exception as exc:  # noqa: BLE001 - the plug-in's refusal, whatever it raises, is a usage error
+            raise PluginError(f"plug-in {prefix!r} ({plugin.origin}) refused {name!r}: {exc}") from None
+
+
+def _refuse_litellm_route(prefix: str, origin: str) -> None:
+    if prefix in litellm_routes():
+        raise PluginError(
+            f"plug-in prefix {prefix!r} ({origin}) is also a litellm provider route; apiflow refuses it "
+            "rather than choose: rename the entry point or uninstall the distribution"
+        )
+
+
+@functools.cache
+def litellm_routes() -> frozenset[str]:
+    """litellm's provider route names, from a snapshot shipped with apiflow.
+
+    A snapshot rather than asking litellm: importing it costs seconds and ~150 MB in every
+    process that checks a plug-in name (each grid actor does), and litellm is optional.
+    """
+    text = (Path(__file__).parent / "litellm_routes.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+def plugin_prices(name: str) -> Prices:
+    """A plug-in model's declared prices, else free (a price table entry, when present, wins)."""
+    return load_plugin(_served(name)).prices or FREE
+
+
+def _served(name: str) -> str:
+    prefix = plugin_prefix(name)
+    if prefix is None:
+        raise PluginError(f"{name!r} is not served by a plug-in")
+    return prefix
+
+
+def make_plugin_model(name: str, task: Task, seed: int, params: dict[str, Any] | None) -> ModelClient:
+    """The plug-in model of one trial; a plug-in fault becomes a model that fails the trial as a
+    harness error (the trial is recorded, unscored, and retried on resume)."""
+    prefix = _served(name)
+    try:
+        plugin = load_plugin(prefix)
+    except PluginError as exc:
+        return BrokenPlugin(name, str(exc))
+    try:
+        model = plugin.factory(name, task, seed, params)
+    except Exception as exc:  # noqa: BLE001 - the plug-in's bug, recorded on its trial
+        return BrokenPlugin(name, f"plug-in {prefix!r} ({plugin.origin}) factory raised {_one_line(exc)}")
+    if not isinstance(model, ModelClient) or not isinstance(getattr(model, "model_api", None), str):
+        return BrokenPlugin(
+            name,
+            f"plug-in {prefix!r} ({plugin.origin}) returned {type(model).__name__}, not a ModelClient "
+            "(an object with a model_api string and an async generate(messages, tools, config))",
+        )
+    return PluginModel(model, name, plugin.origin)
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:500] if str(exc) else type(exc).__name__
+
+
+class PluginModel:
+    """A plug-in's model, with its faults named: any exception from ``generate`` other than a
+    ``ProviderError`` becomes a ``PluginError`` naming the plug-in (a harness error on the trial)."""
+
+    def __init__(self, inner: ModelClient, name: str, origin: str) -> None:
+        self.inner = inner
+        self.origin = origin
+        self.model_api = inner.model_api or name
+
+    async def generate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
+    ) -> ModelOutput:
+        try:
+            output = await self.inner.generate(messages, tools, config)
+        except ProviderError:
+            raise  # the plug-in's own provider gave up: a provider outcome, retried on resume
+        except Exception as exc:  # noqa: BLE001 - named for the record, without the plug-in's traceback
+            raise PluginError(
+                f"plug-in model {self.model_api} ({self.origin}) raised {_one_line(exc)}"
+            ) from None
+        if not isinstance(output, ModelOutput):
+            raise PluginError(
+                f"plug-in model {self.model_api} ({self.origin}) returned {type(output).__name__}, not a ModelOutput"
+            )
+        return output
+
+    def __getattr__(self, attr: str) -> Any:
+        # Optional hooks a trial may look for (e.g. ``end_trial``) reach the plug-in's model.
+        if attr == "inner":  # not set yet (copy, unpickling): no recursion
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+
+class BrokenPlugin:
+    """Stands in for a plug-in model that could not be built: its first turn raises the reason."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.model_api = name
+        self.reason = reason
+
+    async def generate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
+    ) -> ModelOutput:
+        raise PluginError(self.reason)
+
+
+class _OneLinePluginFaults(logging.Filter):
+    """Keeps a plug-in's fault to one log line: the trial records it, a traceback adds nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], PluginError):
+            record.msg = f"{record.getMessage()}: {record.exc_info[1]}"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+logging.getLogger("apiflow.agent.loop").addFilter(_OneLinePluginFaults())
