@@ -197,6 +197,10 @@ class EvalLogWriter:
         if self.trials == 0:
             raise UsageError(f"{self.model}: no trials to export")
         spec = self._spec()
+        # Inspect's "success" promises every dataset sample at every epoch (its streaming reader
+        # walks sample_ids x epochs); a grid with trials missing is an interrupted run to it.
+        complete = self.trials == len(spec["dataset"]["sample_ids"]) * self._max_epoch
+        spec["metadata"][EXPORT_KEY]["complete"] = complete
         plan = {"name": "plan", "steps": [], "config": {}}
         self._write(START, _dumps({"version": LOG_VERSION, "eval": spec, "plan": plan}))
         self._write(SUMMARIES, _dumps(self._summaries))
@@ -206,7 +210,7 @@ class EvalLogWriter:
             "model_usage": {spec["model"]: self._usage},
         }
         header = {
-            "version": LOG_VERSION, "status": "success", "eval": spec, "plan": plan,
+            "version": LOG_VERSION, "status": "success" if complete else "cancelled", "eval": spec, "plan": plan,
             "results": self._results(), "stats": stats,
         }  # fmt: skip
         self._write(HEADER, _dumps(header))

@@ -11,6 +11,7 @@ construction, whatever a model wrote (docs/design/082-inspect-interop.md).
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 ORIGINAL_KEY: Final = "apiflow_message"
@@ -58,12 +59,19 @@ def _content_from_inspect(content: Any) -> Any:
 def _tool_call_to_inspect(call: Any) -> dict[str, Any]:
     call = call if isinstance(call, dict) else {}
     arguments = call.get("arguments")
-    return {
-        "id": str(call.get("id", "")),
-        "function": str(call.get("name", "")),
-        "arguments": arguments if isinstance(arguments, dict) else {},
-        "type": "function",
-    }
+    out = {"id": str(call.get("id", "")), "function": str(call.get("name", "")), "arguments": arguments,
+           "type": "function"}  # fmt: skip
+    if not isinstance(arguments, dict):
+        # What the model sent was not an object (often truncated JSON): Inspect's own field for a
+        # call whose arguments did not parse; a string that does parse is shown parsed.
+        try:
+            parsed = json.loads(arguments) if isinstance(arguments, str) else None
+        except ValueError:
+            parsed = None
+        out["arguments"] = parsed if isinstance(parsed, dict) else {}
+        if not isinstance(parsed, dict):
+            out["parse_error"] = f"arguments are not a JSON object: {str(arguments)[:200]}"
+    return out
 
 
 def _plain(message: dict[str, Any], index: int, model: str | None) -> dict[str, Any]:
