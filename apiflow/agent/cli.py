@@ -15,8 +15,7 @@ from apiflow.agent.trial import run_trial
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
-from apiflow.models import check_model_name, is_offline, make_model, model_slug
-from apiflow.models.registry import EXTERNAL_PREFIX
+from apiflow.models import check_model_name, make_model, model_prices, model_slug, uses_litellm
 from apiflow.results.prices import DEFAULT_PRICE_TABLE, Prices, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
 
@@ -42,7 +41,7 @@ def register(subparsers: Any) -> None:
     run.add_argument(
         "--model",
         required=True,
-        help="apiflow/oracle, apiflow/blank, apiflow/sim:<profile>, external/<label> (an MCP agent) or a litellm id",
+        help="apiflow/oracle, apiflow/blank, apiflow/sim:<profile>, external/<label> (an MCP agent), <plugin>/<model> or a litellm id",
     )
     run.add_argument(
         "--task", nargs="+", required=True, metavar="TASK_ID", help=f"task ids, or `{ALL_TASKS}`"
@@ -141,12 +140,9 @@ def _check_run_args(args: argparse.Namespace) -> None:
 
 
 def _prices(path: str, slug: str, model: str) -> Prices | None:
-    """The model's prices from the table (by slug, else by model id); None when it has none."""
-    table = load_price_table(path)
-    for key in (slug, model):
-        if table.has(key):
-            return table.price(key)
-    return None
+    """The model's prices from the table (by slug, else by model id), else a plug-in's own
+    (declared or free); None when there are none."""
+    return model_prices(load_price_table(path), slug, model)
 
 
 def _write(record: TrialRecord, out: Path) -> Path:
@@ -179,8 +175,8 @@ def _run(args: argparse.Namespace) -> int:
         (out / slug).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create output folder {out / slug}: {exc.strerror}") from None
-    if not is_offline(args.model) and not args.model.startswith(EXTERNAL_PREFIX):
-        # External agents bring their own model: only litellm models need litellm configured.
+    if uses_litellm(args.model):
+        # External agents and plug-ins bring their own model: only litellm models need litellm configured.
         from apiflow.models.litellm_client import configure_litellm
 
         configure_litellm()
