@@ -7,7 +7,9 @@ hung requests (timeouts), malformed tool-call JSON and empty replies. It is stat
 request rebuilds the offline model for the conversation's task and replays the conversation,
 so retries and concurrent trials of one task always get consistent answers.
 
-It also answers ``POST /v1/messages`` in the Anthropic Messages shape (``anthropic/apiflow/sim:ace``
+It also answers ``POST /v1/responses`` in the OpenAI Responses shape (``openai/responses/<model>``:
+reasoning items with encrypted content; ``apiflow.models.standin_responses``) and
+``POST /v1/messages`` in the Anthropic Messages shape (``anthropic/apiflow/sim:ace``
 with ``api_base`` = the server root; signed thinking blocks, ``tool_use``/``tool_result``, cache
 read/write usage; ``apiflow.models.standin_anthropic``), and with ``reasoning`` the OpenAI side
 returns ``reasoning_content`` and ``reasoning_tokens`` as open-weight reasoning models do. Both
@@ -35,11 +37,12 @@ from typing import Any, Literal
 from apiflow.agent.prompts import user_message
 from apiflow.bank import DEFAULT_BANK, Task, load_bank
 from apiflow.models import standin_anthropic as anthropic_wire
+from apiflow.models import standin_responses as responses_wire
 from apiflow.models.base import GenerateConfig, ModelOutput
 from apiflow.models.registry import make_model
 
 _CHARS_PER_TOKEN = 4
-Wire = Literal["openai", "anthropic"]
+Wire = Literal["openai", "anthropic", "responses"]
 
 
 @dataclass(frozen=True)
@@ -214,7 +217,8 @@ class StandinProvider:
         error = anthropic_wire.error_body if wire == "anthropic" else _error
         echo = f" (request credentials: {auth})" if c.echo_auth and auth else ""
         messages = body.get("messages") or []
-        prompt_tokens = sum(len(json.dumps(m)) for m in messages) // _CHARS_PER_TOKEN
+        sent = messages if wire != "responses" else body.get("input") or []
+        prompt_tokens = sum(len(json.dumps(m)) for m in sent) // _CHARS_PER_TOKEN
         wait = self.limiter.admit(prompt_tokens + int(body.get("max_tokens") or 0) // 8)
         if wait is None and c.p_429 and self._roll() < c.p_429:
             wait = c.retry_after_s
@@ -242,6 +246,9 @@ class StandinProvider:
             if wire == "anthropic":
                 anthropic_wire.check_request(body, self.key)
                 conversation = anthropic_wire.to_schema_messages(body)
+            elif wire == "responses":
+                responses_wire.check_request(body, self.key)
+                conversation = responses_wire.to_schema_messages(body)
             else:
                 check_openai_request(messages, self.config.reasoning)
                 conversation = _from_openai(messages)
@@ -260,6 +267,11 @@ class StandinProvider:
             billed = completion["usage"]
             self._bill(billed["input_tokens"], output.usage.output, billed["cache_read_input_tokens"],
                        billed["cache_creation_input_tokens"], billed["output_tokens"] - output.usage.output)  # fmt: skip
+        elif wire == "responses":
+            reasoning = _thinking(output, turn) if responses_wire.reasoning_enabled(body) else None
+            completion = responses_wire.render_response(body["model"], output, reasoning, self.key)
+            spent = completion["usage"]["output_tokens_details"]["reasoning_tokens"]
+            self._bill(output.usage.input, output.usage.output, output.usage.cache_read, 0, spent)
         else:
             reasoning = _thinking(output, turn) if c.reasoning else None
             completion = self._completion(body["model"], output, reasoning)
@@ -430,6 +442,8 @@ class _Handler(BaseHTTPRequestHandler):
             wire: Wire = "openai"
         elif path.endswith("/v1/messages"):
             wire = "anthropic"
+        elif path.endswith("/responses"):
+            wire = "responses"
         else:
             self._send(404, {}, _error("not_found", self.path))
             return

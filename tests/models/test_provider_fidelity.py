@@ -31,8 +31,8 @@ from apiflow.models.standin_server import StandinConfig, StandinServer
 from apiflow.results.prices import cost_usd, load_price_table
 from apiflow.results.record import Termination, TrialRecord
 
-CLAUDE, DEEPSEEK = "claude-sonnet-4-6", "deepseek-v4-flash"
-PLAYS = ((CLAUDE, "apiflow/oracle"), (DEEPSEEK, "apiflow/oracle"))
+CLAUDE, DEEPSEEK, GPT = "claude-sonnet-4-6", "deepseek-v4-flash", "gpt-5-mini"
+PLAYS = ((CLAUDE, "apiflow/oracle"), (DEEPSEEK, "apiflow/oracle"), (GPT, "apiflow/oracle"))
 THINKING = {"thinking": {"type": "enabled", "budget_tokens": 1024}, "max_tokens": 4096}
 TASK = "sample-w01-chain-1to04"  # a chain: a dozen dependent turns, each a tool loop step
 
@@ -73,6 +73,11 @@ def claude(server: StandinServer, replay: bool = True, **params: Any) -> LiteLLM
 
 def deepseek(server: StandinServer, replay: bool = True) -> LiteLLMClient:
     return LiteLLMClient(f"openai/{DEEPSEEK}", {"api_base": server.url, "api_key": "sk-local"}, replay=replay)
+
+
+def gpt_responses(server: StandinServer, replay: bool = True) -> LiteLLMClient:
+    params = {"api_base": server.url, "api_key": "sk-local", "reasoning_effort": "low"}
+    return LiteLLMClient(f"openai/responses/{GPT}", params, replay=replay)
 
 
 def reasoning_blocks(record: TrialRecord) -> list[str]:
@@ -116,6 +121,22 @@ def test_open_weight_without_replay_gets_the_400(bank: Any, reasoning_standin: S
     record = play(bank, deepseek(reasoning_standin, replay=False))
     assert record.apiflow.termination == Termination.PROVIDER_ERROR
     assert "Missing `reasoning_content`" in (record.apiflow.harness_error or "")
+
+
+def test_responses_reasoning_items_with_encrypted_content_are_replayed(
+    bank: Any, standin: StandinServer
+) -> None:
+    record = play(bank, gpt_responses(standin))
+    assert record.apiflow.termination == Termination.ANSWERED and record.passed
+    assert standin.provider.stats.rejected == 0
+    assert record.apiflow.tokens.reasoning == standin.provider.stats.billed_reasoning > 0
+    assert record.apiflow.tokens.cache_read == standin.provider.stats.billed_cache_read > 0
+
+
+def test_responses_without_replay_gets_the_400(bank: Any, standin: StandinServer) -> None:
+    record = play(bank, gpt_responses(standin, replay=False))
+    assert record.apiflow.termination == Termination.PROVIDER_ERROR
+    assert "without its required 'reasoning' item" in (record.apiflow.harness_error or "")
 
 
 def test_replay_state_goes_back_with_its_own_turn() -> None:
