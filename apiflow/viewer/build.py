@@ -1,9 +1,13 @@
 """``apiflow view``: RESULTS -> a static site that opens from disk.
 
 Streaming, like ``transcripts ingest``: the main process reads the trial files a chunk at a time,
-worker processes parse, classify and render each chunk's trial pages, and the main process writes
-them while at most a few chunks are in flight. Only the small digests stay in memory, so the
-index pages of a 44k-trial grid are built without holding 44k transcripts.
+worker processes parse, classify, render and write each chunk's trial pages, and at most a few
+chunks are in flight. Only the small digests come back, so the index pages of a 44k-trial grid are
+built without holding 44k transcripts (or shipping their pages between processes).
+
+A trial page's file name comes from its model and trial key, so two records of one trial (the
+same file copied twice into RESULTS) would write one page twice: that is refused as bad input.
+A grid's retried trials are resolved before parsing (``source``).
 """
 
 from __future__ import annotations
@@ -46,15 +50,13 @@ class SiteStats:
     pages: int
     bytes: int
     seconds: float
-    duplicates: int  # records of a trial already shown (same model and trial key), skipped
 
 
 @dataclass(frozen=True)
 class _Rendered:
     digest: TrialDigest
-    html: str
-    prompts: dict[str, str]  # system prompts the page links to (hash -> text)
-    task_prompt: str
+    task_prompt: str  # the user message: shown once per model and task, on the task page
+    path: str  # the trial file (named in errors)
 
 
 def build_site(
@@ -85,23 +87,18 @@ def build_site(
     source = open_source(results, storage_options)
     _prepare(out)
     by_model: dict[str, list[TrialDigest]] = defaultdict(list)
-    seen: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], str] = {}
     task_prompts: dict[tuple[str, str], str] = {}
-    written_prompts: set[str] = set()
-    duplicates = 0
-    for rendered in _render_all(source, prices, reprice, workers, chunk_files):
+    for rendered in _render_all(source, out, prices, reprice, workers, chunk_files):
         d = rendered.digest
         if (d.model, d.key) in seen:
-            duplicates += 1
-            continue
-        seen.add((d.model, d.key))
+            raise UsageError(
+                f"{rendered.path} and {seen[(d.model, d.key)]} hold the same trial "
+                f"({d.model}, {d.key}): keep one of them"
+            )
+        seen[(d.model, d.key)] = rendered.path
         by_model[d.model].append(d)
         task_prompts.setdefault((d.model, d.task_id), rendered.task_prompt)
-        _write(out / d.model_dir / d.page, rendered.html)
-        for digest, text in rendered.prompts.items():
-            if digest not in written_prompts:
-                written_prompts.add(digest)
-                _write(out / prompt_page(digest), _prompt_html(text))
     if not by_model:
         raise UsageError(f"{results}: no schema-1.0 trials among {len(source.paths)} JSON files")
     tasks = _write_indexes(out, by_model, task_prompts, source.url, _price_note(prices, reprice))
@@ -114,7 +111,6 @@ def build_site(
         pages=sum(p.suffix == ".html" for p in files),
         bytes=sum(p.stat().st_size for p in files),
         seconds=time.perf_counter() - start,
-        duplicates=duplicates,
     )
 
 
@@ -173,27 +169,37 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def _write_shared(path: Path, text: str) -> None:
+    # A system prompt page two workers may write at once: same bytes, atomic rename, never torn.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def _render_all(
-    source: TrialSource, prices: PriceTable, reprice: bool, workers: int, chunk_files: int
+    source: TrialSource, out: Path, prices: PriceTable, reprice: bool, workers: int, chunk_files: int
 ) -> Iterator[_Rendered]:
     workers = workers or os.cpu_count() or 1
     chunks = source.read_chunks(chunk_files)
     if workers == 1 or len(source.paths) <= chunk_files:
         for chunk in chunks:
-            yield from _render_chunk(chunk, prices, reprice)
+            yield from _render_chunk(chunk, out, prices, reprice)
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
         pending: list[Future[list[_Rendered]]] = []
         for chunk in chunks:
-            pending.append(pool.submit(_render_chunk, chunk, prices, reprice))
+            pending.append(pool.submit(_render_chunk, chunk, out, prices, reprice))
             if len(pending) >= 2 * workers:  # bounded window: memory stays flat
                 yield from pending.pop(0).result()
         for future in pending:
             yield from future.result()
 
 
-def _render_chunk(files: list[tuple[str, bytes]], prices: PriceTable, reprice: bool) -> list[_Rendered]:
-    """Parse, classify and render one chunk of trial files (runs in a worker process)."""
+def _render_chunk(
+    files: list[tuple[str, bytes]], out: Path, prices: PriceTable, reprice: bool
+) -> list[_Rendered]:
+    """Parse, classify, render and write one chunk's trial pages (runs in a worker process)."""
     trials, names = [], []
     for path, data in files:
         try:
@@ -214,11 +220,15 @@ def _render_chunk(files: list[tuple[str, bytes]], prices: PriceTable, reprice: b
         digests = [
             _digest_one(path, trial, prices, reprice) for path, trial in zip(names, trials, strict=True)
         ]
-    out = []
-    for trial, digest in zip(trials, digests, strict=True):
+    rendered = []
+    for path, trial, digest in zip(names, trials, digests, strict=True):
         html, prompts = render_trial(trial, digest)
-        out.append(_Rendered(digest, html, prompts, _task_prompt(trial)))
-    return out
+        _write(out / digest.model_dir / digest.page, html)
+        for name, text in prompts.items():
+            if not (out / prompt_page(name)).exists():
+                _write_shared(out / prompt_page(name), _prompt_html(text))
+        rendered.append(_Rendered(digest, _task_prompt(trial), path))
+    return rendered
 
 
 def _digest_one(path: str, trial: dict[str, Any], prices: PriceTable, reprice: bool) -> TrialDigest:

@@ -39,10 +39,9 @@ def _view(args: argparse.Namespace) -> int:
         args.results, Path(args.out), prices, reprice=args.prices is not None,
         storage_options=storage_options_arg(args.storage_options), workers=args.workers,
     )  # fmt: skip
-    skipped = f", {stats.duplicates:,} duplicate records skipped" if stats.duplicates else ""
     print(
         f"wrote {stats.pages:,} pages ({stats.trials:,} trials, {stats.models} models, {stats.tasks:,} model x task) "
-        f"-> {stats.out} ({stats.bytes / 1e6:,.1f} MB) in {stats.seconds:.1f} s{skipped}; open {stats.out / 'index.html'}",
+        f"-> {stats.out} ({stats.bytes / 1e6:,.1f} MB) in {stats.seconds:.1f} s; open {stats.out / 'index.html'}",
         file=sys.stderr,
     )
     return 0

@@ -142,3 +142,12 @@ def test_cli_reports_what_it_wrote(tmp_path, capsys):
     assert main(["view", str(PUBLISHED / "gpt-5.5"), "--out", str(tmp_path / "site"), "--workers", "1"]) == 0
     err = capsys.readouterr().err
     assert "(4 trials, 1 models, 4 model x task)" in err and "index.html" in err
+
+
+def test_the_same_trial_twice_is_refused(tmp_path):
+    source = PUBLISHED / "kimi-k3" / "v56-w02-sub13-t3.json"
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / source.name).write_bytes(source.read_bytes())
+    with pytest.raises(UsageError, match=r"hold the same trial \(kimi-k3, v56-w02-sub13-t3\)"):
+        build(tmp_path, tmp_path.parent / f"{tmp_path.name}-site", workers=1)
