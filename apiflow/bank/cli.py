@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -117,6 +118,7 @@ def _build(args: argparse.Namespace) -> int:
         name=args.name,
         oracle_model=args.oracle_model,
         progress=print,
+        carry=_world_list(args.carry_predicates, "--carry-predicates"),
     )
     files = manifest["files"]
     print(
@@ -124,6 +126,17 @@ def _build(args: argparse.Namespace) -> int:
         f"in {time.perf_counter() - started:.1f} s"
     )
     return 0
+
+
+def _world_list(text: str | None, flag: str) -> list[str]:
+    """``all`` or comma-separated world ids ``w01,w08`` (empty when the flag is not given)."""
+    if text is None:
+        return []
+    items = [w.strip() for w in text.split(",") if w.strip()]
+    bad = [w for w in items if w != "all" and not re.fullmatch(r"w\d{2}", w)]
+    if not items or bad:
+        raise UsageError(f"{flag} takes 'all' or world ids like w08,w10 (got {text!r})")
+    return items
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -201,6 +214,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--name", default=None, help="bank name (default: v1 for the v1 seed, else s<seed>)")
     build.add_argument(
         "--oracle-model", default=None, help="solvability oracle (default: offline golden variation)"
+    )
+    build.add_argument(
+        "--carry-predicates",
+        default=None,
+        metavar="WORLDS",
+        help="'all' or world ids (w08,w10) whose chains 1..K also grade segments 1..K-1's G1 predicates",
     )
     build.set_defaults(func=_build)
     verify = verbs.add_parser("verify", help="re-check a bank's manifest and re-run every gate offline")

@@ -37,6 +37,7 @@ CHAIN_GATES = (
     "chain_decoy_segK-1",
     "chain_decoy_segK",
     "chain_stale",
+    "chain_skip_carried",
     "leak",
 )
 

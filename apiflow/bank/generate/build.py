@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import yaml
 
 from apiflow.bank.chain import ChainFile, compose_chain
 from apiflow.bank.gates import check_chains, check_solo
+from apiflow.bank.gates.chains import carried_golden_misses
 from apiflow.bank.gates.result import GateLog
 from apiflow.bank.generate.assemble import chain_prompt, solo_data, world_data
 from apiflow.bank.generate.axes import AXES
@@ -114,7 +116,9 @@ class _Grower:
     def _attempt(self, k: int, axis: str, difficulty: str, attempt: int) -> tuple[Task, Draft, WorldDef]:
         """Draft step k (variant ``attempt``) into the world and assemble its solo task."""
         rng = derive_rng(self.seed, self.wid, k, attempt)
-        ctx = Ctx(k, axis, difficulty, rng, self.world, self.mint, self.book, self.state, self.parent, self.used_res)
+        ctx = Ctx(
+            k, axis, difficulty, rng, self.world, self.mint, self.book, self.state, self.parent, self.used_res
+        )
         draft = AXES[axis](ctx)
         wdef = WorldDef.model_validate(world_data(self.world, self.book, self.state))
         ws = _deep_merge(replay_state(wdef, self.accepted), draft.state_extra)
@@ -141,23 +145,32 @@ class _Grower:
             self.state.update(state_snap)
             self.used_res[:] = used_snap
         else:
-            raise UsageError(f"{self.wid} sub{k:02d} ({axis}) failed its gates after {REVISIONS} revisions: "
-                             f"{self.build.revisions[-1]}")
+            raise UsageError(
+                f"{self.wid} sub{k:02d} ({axis}) failed its gates after {REVISIONS} revisions: "
+                f"{self.build.revisions[-1]}"
+            )
         self.accepted.append(task)
         self.drafts.append(draft)
         self.parent = draft.output
         self.leaves[("local", "access_token")] = self.world.token
         self.leaves[("local", draft.output.var)] = draft.output.value
 
-    def add_chains(self, max_chain: int) -> None:
-        """Chains 1to02..1toK, certified together; a failing chain is truncated with every longer one."""
+    def add_chains(self, max_chain: int, carry: bool = False) -> None:
+        """Chains 1to02..1toK, certified together; a failing chain is truncated with every longer one.
+
+        With ``carry`` each chain 1..K also grades the G1 predicates of segments 1..K-1.
+        """
         final = WorldDef.model_validate(world_data(self.world, self.book, self.state))
         rng = derive_rng(self.seed, self.wid, "chains")
         chain_tasks: list[Task] = []
         for length in range(2, max_chain + 1):
             doc = chain_prompt(rng, self.drafts[:length], self.bank, self.wid, length)
+            if carry:
+                doc["carries"] = list(range(1, length))
             chain_tasks.append(compose_chain(ChainFile.model_validate(doc), self.accepted[:length]))
             self.build.chains.append(doc)
+        if carry:
+            chain_tasks = self._drop_uncarriable(chain_tasks, final)
         check_chains(chain_tasks, final, {t.length: t for t in self.accepted}, self.build.log)
         bad = sorted({r.task_id for r in self.build.log.failures()})
         if bad:
@@ -166,9 +179,27 @@ class _Grower:
             self.build.chains = [c for c in self.build.chains if c["length"] < first]
             self.build.revisions.append(f"{self.wid}: chains truncated before 1to{first:02d}")
 
+    def _drop_uncarriable(self, chain_tasks: list[Task], final: WorldDef) -> list[Task]:
+        """Carry only what a chain's own golden run satisfies: a segment whose stored value a later
+        segment overwrites is left out of ``carries`` for that chain (and the chain recomposed)."""
+        misses = carried_golden_misses(chain_tasks, final)
+        out = []
+        for doc, task in zip(self.build.chains, chain_tasks, strict=True):
+            if misses.get(task.id):
+                doc["carries"] = [j for j in doc["carries"] if j not in misses[task.id]]
+                task = compose_chain(ChainFile.model_validate(doc), self.accepted[: doc["length"]])
+            out.append(task)
+        return out
+
 
 def grow_world(
-    bank: str, seed: int, index: int, shape: WorldShape, domain_index: int, oracle_model: str | None = None
+    bank: str,
+    seed: int,
+    index: int,
+    shape: WorldShape,
+    domain_index: int,
+    oracle_model: str | None = None,
+    carry: bool = False,
 ) -> WorldBuild:
     """Initialise world ``index`` once, then add subtasks one by one, each admitted only through its gates."""
     wid = f"w{index + 1:02d}"
@@ -177,7 +208,7 @@ def grow_world(
         grower.add_step(k, axis, difficulty)
     grower.build.world = world_data(grower.world, grower.book, grower.state)
     grower.build.solos = [_solo_doc(t) for t in grower.accepted]
-    grower.add_chains(shape.max_chain)
+    grower.add_chains(shape.max_chain, carry)
     return grower.build
 
 
@@ -241,9 +272,17 @@ def build_bank(
     name: str | None = None,
     oracle_model: str | None = None,
     progress: Any = None,
+    carry: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """Generate, certify and write a bank; returns the manifest."""
-    name = name or ("v1" if seed == V1_SEED else f"s{seed}")
+    """Generate, certify and write a bank; returns the manifest.
+
+    Args:
+        carry: World ids (or ``"all"``) whose chains carry earlier segments' G1 predicates
+            (``ChainFile.carries``); None or empty: none do, and the bank is the plain shape.
+    """
+    carry = frozenset(carry or ())
+    variant = "c" if carry else ""
+    name = name or ("v1" if seed == V1_SEED and not variant else f"s{seed}{variant}")
     shapes = bank_shape()[: worlds or None]
     order = list(range(len(DOMAINS)))
     derive_rng(seed, "domains").shuffle(order)
@@ -256,7 +295,8 @@ def build_bank(
     (root_dir / "tasks").mkdir()
     report: dict[str, Any] = {"bank": name, "seed": seed, "gates": {}, "revisions": [], "results": []}
     for index, shape in enumerate(shapes):
-        build = grow_world(name, seed, index, shape, order[index], oracle_model)
+        carried = "all" in carry or f"w{index + 1:02d}" in carry
+        build = grow_world(name, seed, index, shape, order[index], oracle_model, carried)
         wid = build.world["id"]
         (root_dir / "worlds" / f"{wid}.yaml").write_text(dump_yaml(build.world))
         for doc in build.solos + build.chains:
