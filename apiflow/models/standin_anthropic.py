@@ -207,15 +207,14 @@ def render_message(
             {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)}
         )
     usage = output.usage
-    thinking_tokens = len(thinking) // 4 if thinking else 0
+    # The offline model bills the already-seen prefix as a cache read and the new part as input;
+    # Anthropic caches only at a breakpoint, and then writes the new part to the cache.
     billed = {
-        "input_tokens": usage.input if cached else usage.input + usage.cache_read,
-        "cache_creation_input_tokens": 0,
+        "input_tokens": 0 if cached else usage.input + usage.cache_read,
+        "cache_creation_input_tokens": usage.input if cached else 0,
         "cache_read_input_tokens": usage.cache_read if cached else 0,
-        "output_tokens": usage.output + thinking_tokens,
+        "output_tokens": usage.output + (len(thinking) // 4 if thinking else 0),  # thinking is inside
     }
-    if cached:
-        billed["cache_creation_input_tokens"], billed["input_tokens"] = usage.input, 0
     return {
         "id": "msg_standin",
         "type": "message",

@@ -40,6 +40,7 @@ from apiflow.models import standin_anthropic as anthropic_wire
 from apiflow.models import standin_responses as responses_wire
 from apiflow.models.base import GenerateConfig, ModelOutput
 from apiflow.models.registry import make_model
+from apiflow.models.standin_anthropic import Rejected
 
 _CHARS_PER_TOKEN = 4
 Wire = Literal["openai", "anthropic", "responses"]
@@ -252,7 +253,7 @@ class StandinProvider:
             else:
                 check_openai_request(messages, self.config.reasoning)
                 conversation = _from_openai(messages)
-        except anthropic_wire.Rejected as exc:
+        except Rejected as exc:
             self._count("rejected")
             return 400, {}, error("invalid_request_error", str(exc))
         try:
@@ -376,28 +377,28 @@ def check_openai_request(messages: list[dict[str, Any]], reasoning: bool) -> Non
     ``reasoning_content``.
 
     Raises:
-        anthropic_wire.Rejected: With the kind of message those APIs send.
+        Rejected: With the kind of message those APIs send.
     """
     pending: set[str] = set()
     for index, message in enumerate(messages):
         role = message.get("role")
         if role == "tool":
             if message.get("tool_call_id") not in pending:
-                raise anthropic_wire.Rejected(
+                raise Rejected(
                     f"Invalid parameter: messages with role 'tool' must be a response to a preceeding "
                     f"message with 'tool_calls' (messages.[{index}].tool_call_id)."
                 )
             pending.discard(message["tool_call_id"])
             continue
         if pending:
-            raise anthropic_wire.Rejected(
+            raise Rejected(
                 "An assistant message with 'tool_calls' must be followed by tool messages responding to "
                 f"each 'tool_call_id'. The following tool_call_ids did not have response messages: "
                 f"{', '.join(sorted(pending))}"
             )
         calls = message.get("tool_calls") or () if role == "assistant" else ()
         if calls and reasoning and not message.get("reasoning_content"):
-            raise anthropic_wire.Rejected(
+            raise Rejected(
                 f"Missing `reasoning_content` field in the assistant message at message index {index}. "
                 "In thinking mode, the reasoning_content of assistant turns with tool calls must be "
                 "passed back."
