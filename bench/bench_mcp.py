@@ -19,13 +19,12 @@ from typing import Any
 
 from mcp import Client
 
-from apiflow.agent.ids import run_id_for
 from apiflow.agent.prompts import initial_messages
-from apiflow.agent.trial import run_trial
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import Task
 from apiflow.mcp import AgentBridge
 from apiflow.mcp.agent import play
+from apiflow.mcp.serve import first_trial
 from apiflow.mcp.server import build_server
 from apiflow.models.base import ModelClient
 from apiflow.models.offline import oracle_model
@@ -35,17 +34,7 @@ _SKIP = ("duration_s", "model_api")
 
 
 async def _trial(bank: Bank, task: Task, model: ModelClient) -> TrialRecord:
-    return await run_trial(
-        task,
-        bank.world_of(task),
-        model,
-        seed=0,
-        epoch=1,
-        bank_name=bank.name,
-        bank_hash=bank.hash,
-        run_id=run_id_for(bank.hash, "bench", [task.id], 1, 0),
-        model_slug="bench",
-    )
+    return await first_trial(bank, task, model, slug="bench")
 
 
 async def _over_mcp(bank: Bank, task: Task) -> TrialRecord:

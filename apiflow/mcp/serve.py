@@ -23,6 +23,7 @@ from apiflow.bank.task import Task
 from apiflow.mcp.bridge import AgentBridge
 from apiflow.mcp.server import build_server
 from apiflow.mcp.transports import http_endpoint, serve_stdio
+from apiflow.models.base import ModelClient
 from apiflow.models.registry import model_slug
 from apiflow.results.record import TrialRecord
 
@@ -47,20 +48,10 @@ class ServeOptions:
 
 async def serve_trial(bank: Bank, task: Task, options: ServeOptions) -> tuple[TrialRecord, Path]:
     """Serve ``task`` to one MCP agent until the trial ends; return its record and where it went."""
-    slug = model_slug(options.model)
     bridge = AgentBridge(options.model, initial_messages(task))
     server = build_server(bridge)
-    trial = run_trial(
-        task,
-        bank.world_of(task),
-        bridge,
-        seed=options.seed,
-        epoch=1,
-        bank_name=bank.name,
-        bank_hash=bank.hash,
-        run_id=run_id_for(bank.hash, slug, [task.id], 1, options.seed),
-        limits=options.limits,
-        model_slug=slug,
+    trial = first_trial(
+        bank, task, bridge, slug=model_slug(options.model), seed=options.seed, limits=options.limits
     )
     if options.transport == "stdio":
         serving = asyncio.create_task(serve_stdio(server, bridge))
@@ -80,6 +71,24 @@ async def serve_trial(bank: Bank, task: Task, options: ServeOptions) -> tuple[Tr
     path = write_record(record, options.out)
     _note(f"{task.id}: {record.verdict or '-'} {record.apiflow.termination.value} -> {path}")
     return record, path
+
+
+async def first_trial(
+    bank: Bank, task: Task, model: ModelClient, *, slug: str, seed: int = 0, limits: TrialLimits | None = None
+) -> TrialRecord:
+    """Epoch 1 of ``task`` with ``model``, as ``apiflow run --task TASK`` runs it (same run id)."""
+    return await run_trial(
+        task,
+        bank.world_of(task),
+        model,
+        seed=seed,
+        epoch=1,
+        bank_name=bank.name,
+        bank_hash=bank.hash,
+        run_id=run_id_for(bank.hash, slug, [task.id], 1, seed),
+        limits=limits,
+        model_slug=slug,
+    )
 
 
 def write_record(record: TrialRecord, out: Path) -> Path:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import operator
 import sys
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
-from apiflow.agent import run_trial_sync
-from apiflow.agent.ids import run_id_for
 from apiflow.bank import Bank
 from apiflow.bank.task import Task
+from apiflow.mcp.serve import first_trial
 from apiflow.models.base import ModelClient
 from apiflow.results.record import WALL_TIME_FIELDS, TrialRecord
 
@@ -30,18 +32,7 @@ def agent_command(mode: str, *extra: str) -> list[str]:
 
 def in_process(bank: Bank, task: Task, model: ModelClient, *, slug: str = SLUG, **kwargs: Any) -> TrialRecord:
     """The record ``apiflow run`` (or ``world serve --mcp``) gives ``task`` with ``model`` at seed 0."""
-    return run_trial_sync(
-        task,
-        bank.world_of(task),
-        model,
-        seed=0,
-        epoch=1,
-        bank_name=bank.name,
-        bank_hash=bank.hash,
-        run_id=run_id_for(bank.hash, slug, [task.id], 1, 0),
-        model_slug=slug,
-        **kwargs,
-    )
+    return asyncio.run(first_trial(bank, task, model, slug=slug, **kwargs))
 
 
 def comparable(record: TrialRecord | dict[str, Any]) -> dict[str, Any]:
@@ -49,8 +40,5 @@ def comparable(record: TrialRecord | dict[str, Any]) -> dict[str, Any]:
     data = json.loads(record.to_json()) if isinstance(record, TrialRecord) else json.loads(json.dumps(record))
     for dotted in NOT_COMPARED:
         *parents, leaf = dotted.split(".")
-        holder = data
-        for key in parents:
-            holder = holder[key]
-        holder.pop(leaf)
+        reduce(operator.getitem, parents, data).pop(leaf)
     return data

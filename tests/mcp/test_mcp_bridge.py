@@ -15,15 +15,14 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcpkit import SLUG, comparable, in_process
 
-from apiflow.agent.ids import run_id_for
 from apiflow.agent.loop import TrialLimits
 from apiflow.agent.prompts import initial_messages
-from apiflow.agent.trial import run_trial
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import GoldenCall, Task
 from apiflow.mcp import AgentBridge
 from apiflow.mcp.agent import play
 from apiflow.mcp.bridge import TRIAL_OVER
+from apiflow.mcp.serve import first_trial
 from apiflow.mcp.server import build_server
 from apiflow.models.offline import PlannedCall, ScriptedModel, Turn, oracle_model
 from apiflow.results.record import TrialRecord
@@ -49,20 +48,7 @@ async def _over_mcp(
 ) -> tuple[TrialRecord, Any]:
     """Run the trial with an AgentBridge while ``agent(client)`` plays it; (record, agent's result)."""
     bridge = AgentBridge("external/mcp", initial_messages(task))
-    trial = asyncio.create_task(
-        run_trial(
-            task,
-            bank.world_of(task),
-            bridge,
-            seed=0,
-            epoch=1,
-            bank_name=bank.name,
-            bank_hash=bank.hash,
-            run_id=run_id_for(bank.hash, SLUG, [task.id], 1, 0),
-            model_slug=SLUG,
-            limits=limits,
-        )
-    )
+    trial = asyncio.create_task(first_trial(bank, task, bridge, slug=SLUG, limits=limits))
     async with Client(build_server(bridge)) as client:
         played = await agent(client)
         if not trial.done():  # an agent that left: its session is over

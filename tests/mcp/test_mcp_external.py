@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from mcpkit import agent_command, comparable, in_process
 
-from apiflow.agent import TrialLimits, run_trial, trial_seed
-from apiflow.agent.ids import run_id_for
+from apiflow.agent import TrialLimits, trial_seed
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.errors import UsageError
+from apiflow.mcp.serve import first_trial
 from apiflow.models import make_model
 from apiflow.models.offline import oracle_model
 from apiflow.results.record import TrialRecord
@@ -42,18 +42,8 @@ def bank() -> Bank:
 
 async def _trial(bank: Bank, params: dict[str, Any], limits: TrialLimits | None = None) -> TrialRecord:
     task = bank.task(TASK)
-    return await run_trial(
-        task,
-        bank.world_of(task),
-        make_model(NAME, task, trial_seed(0, task.id, 1), params),
-        seed=0,
-        epoch=1,
-        bank_name=bank.name,
-        bank_hash=bank.hash,
-        run_id=run_id_for(bank.hash, SLUG, [task.id], 1, 0),
-        model_slug=SLUG,
-        limits=limits,
-    )
+    model = make_model(NAME, task, trial_seed(0, task.id, 1), params)
+    return await first_trial(bank, task, model, slug=SLUG, limits=limits)
 
 
 class _AgentService(BaseHTTPRequestHandler):
@@ -88,7 +78,7 @@ def test_external_agents_end_as_clear_records(bank: Bank) -> None:
     }
 
     async def run_all() -> dict[str, TrialRecord]:
-        hang_limits = TrialLimits(max_seconds=40)  # time for a loaded machine to start the agent
+        hang_limits = TrialLimits(max_seconds=25)  # time for a loaded machine to start the agent
         records = await asyncio.gather(
             *(_trial(bank, p, hang_limits if k == "hang" else None) for k, p in cases.items())
         )
@@ -135,6 +125,7 @@ def test_bad_params_are_usage_errors(bank: Bank, params: dict[str, Any]) -> None
         make_model(NAME, bank.task(TASK), 0, params)
 
 
+@pytest.mark.slow
 def test_apiflow_run_drives_an_external_agent(tmp_path: Path) -> None:
     command = json.dumps(agent_command("golden"))
     out = subprocess.run(
