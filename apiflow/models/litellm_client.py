@@ -240,10 +240,8 @@ def _tokens(value: Any) -> int:
 
 USAGE_SOURCES: dict[str, tuple[tuple[str | None, str], ...]] = {
     "cache_read": (
-        (
-            "prompt_tokens_details",
-            "cached_tokens",
-        ),  # OpenAI, Fireworks; litellm maps Anthropic and DeepSeek here
+        # OpenAI and Fireworks report it here, and litellm maps Anthropic's and DeepSeek's here too.
+        ("prompt_tokens_details", "cached_tokens"),
         (None, "cache_read_input_tokens"),  # Anthropic (litellm copies it to the top level)
         (None, "prompt_cache_hit_tokens"),  # DeepSeek's own field, if litellm did not map it
         (None, "cached_tokens"),  # Moonshot / Kimi put it at the top level
@@ -254,10 +252,8 @@ USAGE_SOURCES: dict[str, tuple[tuple[str | None, str], ...]] = {
         ("prompt_tokens_details", "cache_write_tokens"),  # OpenRouter
     ),
     "reasoning": (
-        (
-            "completion_tokens_details",
-            "reasoning_tokens",
-        ),  # OpenAI, DeepSeek, Gemini; litellm's Anthropic thinking
+        # OpenAI, DeepSeek, Gemini; for Anthropic litellm fills it (its own estimate from the thinking).
+        ("completion_tokens_details", "reasoning_tokens"),
         (None, "reasoning_tokens"),
     ),
 }
