@@ -185,7 +185,9 @@ def run_grid(
     slug = model_slug(MODEL_ID)
     run_id = run_id_for(bank.hash, slug, task_ids, epochs, 0)
     limits = TrialLimits(max_messages=max_messages, max_seconds=900.0)
-    config = GenerateConfig(temperature=0.0, max_tokens=max_tokens)  # greedy: reruns compare
+    # Greedy, so reruns compare. llama-cpp-python's tool handler renders the tools into the prompt
+    # only when the request names a tool_choice; without one the model never sees them.
+    config = GenerateConfig(temperature=0.0, max_tokens=max_tokens, extra={"tool_choice": "auto"})
     params = {"api_base": api_base, "api_key": "sk-local", "timeout": 600}
     report, seconds = GridReport(price_table=f"{table.version} ({table.hash[:12]})"), []
 
