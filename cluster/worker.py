@@ -18,6 +18,7 @@ from apiflow.agent import run_trial, trial_seed
 from apiflow.bank import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import GenerateConfig, make_model, model_prices, uses_litellm
+from apiflow.models.plugins import FREE, BrokenModel
 from apiflow.models.retry import RetryPolicy, retry_hook
 from apiflow.results.prices import Prices, PriceTable, cost_usd, load_price_table
 from apiflow.results.rows import record_to_row
@@ -25,7 +26,7 @@ from apiflow.results.store import ResultStore
 from cluster.budget import BudgetedModel
 from cluster.plan import PlannedTrial, trial_limits
 from cluster.ratelimit import ActorCallGate
-from cluster.spec import GridModel, GridSpec
+from cluster.spec import NAMES_CHECKED, GridModel, GridSpec
 
 DEFAULT_MAX_TOKENS = 8_192
 """Output cap a budget reservation assumes when a model sets no ``max_tokens``."""
@@ -56,6 +57,15 @@ def price_for(table: PriceTable, model: GridModel) -> Prices:
     return prices
 
 
+def _worker_price(table: PriceTable, model: GridModel) -> Prices:
+    # The driver priced every model before starting us; a model this node cannot price is one it
+    # cannot build either (a plug-in missing here), whose trials end as harness errors at no cost.
+    try:
+        return price_for(table, model)
+    except UsageError:
+        return FREE
+
+
 def load_checked_bank(spec: GridSpec) -> Bank:
     """The grid's bank, refusing one whose hash differs from the pinned ``bank_hash``."""
     bank = load_bank(spec.bank)
@@ -80,7 +90,7 @@ class TrialRunner:
         self.bank = load_checked_bank(spec)
         self.store = ResultStore(spec.out, spec.storage_options, spec.row_format)
         self.prices = load_price_table(spec.price_table)
-        self.model_prices = [price_for(self.prices, m) for m in spec.models]
+        self.model_prices = [_worker_price(self.prices, m) for m in spec.models]
         self.limits = trial_limits(spec)
         self.gates = gates or {}
         self.ledger = ledger
@@ -91,7 +101,14 @@ class TrialRunner:
     def _model(self, grid_model: GridModel, index: int, planned: PlannedTrial) -> Any:
         task = self.bank.task(planned.task_id)
         params = grid_model.params
-        model = make_model(grid_model.model, task, trial_seed(planned.seed, task.id, planned.epoch), params)
+        try:
+            model = make_model(
+                grid_model.model, task, trial_seed(planned.seed, task.id, planned.epoch), params
+            )
+        except UsageError as exc:
+            # The driver checked the name; failing here means this node lacks what the driver has
+            # (a plug-in not installed on it): the trial is a harness error, retried on resume.
+            return BrokenModel(grid_model.model, f"cannot build {grid_model.model} on this worker: {exc}")
         if uses_litellm(grid_model.model):  # plug-ins and external agents bring their own transport
             gate = self.gates.get(grid_model.provider)
             model.retry = retry_hook(self.policy, ActorCallGate(gate) if gate is not None else None)  # type: ignore[attr-defined]
@@ -160,7 +177,8 @@ class TrialWorker:
         # bytes: the driver compressed a large spec so that Ray still passes it inline
         # (``cluster.driver.inline_spec``); inline arguments survive actor restarts.
         text = zlib.decompress(spec_json).decode() if isinstance(spec_json, bytes) else spec_json
-        self.runner = TrialRunner(GridSpec.model_validate_json(text), run_id, gates, ledger)
+        spec = GridSpec.model_validate_json(text, context={NAMES_CHECKED: True})
+        self.runner = TrialRunner(spec, run_id, gates, ledger)
 
     async def run_batch(self, batch: list[PlannedTrial]) -> list[TrialOutcome]:
         return await self.runner.run_batch(batch)

@@ -14,8 +14,9 @@ trial runs) and ``prices`` (USD per million tokens, ``apiflow.results.prices.Pri
 Lazy on purpose: the entry-point table is read once, on the first name that is neither built-in
 nor external, and a plug-in's module is imported only when a name with its prefix is used (an
 installed but unused plug-in costs nothing and cannot break other runs). A plug-in never wins
-over a route litellm knows: a prefix that litellm also routes is refused, so installing a package
-can never silently redirect ``openai/...`` trials to it (docs/design/080-plugins.md).
+over a route litellm knows: an entry point named like a litellm provider (``openai``, ``hosted_vllm``...)
+is ignored, so installing a package can never redirect ``openai/...`` trials to it
+(docs/design/080-plugins.md).
 
 Faults: a plug-in that cannot be loaded, or refuses a name, is a ``UsageError`` naming its
 distribution when the name is checked; inside a trial (a factory that raises, a model that
@@ -42,7 +43,7 @@ GROUP = "apiflow.models"
 """The entry-point group plug-ins register under."""
 
 RESERVED_PREFIXES = frozenset({"apiflow", "external"})
-"""Prefixes apiflow routes itself; an entry point claiming one is never consulted."""
+"""Prefixes apiflow routes itself; an entry point claiming one (or a litellm route) is never consulted."""
 
 FREE = Prices(input=0.0, output=0.0, cache_read=0.0, cache_write=0.0, reasoning=0.0)
 """A plug-in's price unless it declares one (or the price table names it)."""
@@ -87,7 +88,8 @@ def is_plugin(name: str) -> bool:
 
 
 def installed_plugins() -> dict[str, str]:
-    """Prefix -> ``distribution version`` of every installed plug-in (nothing is imported)."""
+    """Prefix -> ``distribution version`` of every installed plug-in apiflow will route to
+    (nothing is imported)."""
     return {prefix: _origin(points) for prefix, points in sorted(_entry_points().items())}
 
 
@@ -96,7 +98,7 @@ def _entry_points() -> dict[str, tuple[importlib.metadata.EntryPoint, ...]]:
     # Read once per process: scanning every installed distribution is the only cost of the lookup.
     table: dict[str, tuple[importlib.metadata.EntryPoint, ...]] = {}
     for point in importlib.metadata.entry_points(group=GROUP):
-        if point.name not in RESERVED_PREFIXES:
+        if point.name not in RESERVED_PREFIXES and point.name not in litellm_routes():
             table[point.name] = (*table.get(point.name, ()), point)
     return table
 
@@ -152,27 +154,17 @@ def check_plugin_name(name: str) -> None:
     """Refuse a plug-in name before any trial runs: load the plug-in, ask its ``check``.
 
     Raises:
-        PluginError: Empty model part, a load failure, a prefix litellm also routes, or the
-            plug-in's own ``check`` refused the name.
+        PluginError: Empty model part, a load failure, or the plug-in's own ``check`` refused the name.
     """
     prefix = _served(name)
     if not name[len(prefix) + 1 :]:
         raise PluginError(f"bad model name {name!r}: {prefix}/<model> names one of the plug-in's models")
     plugin = load_plugin(prefix)
-    _refuse_litellm_route(prefix, plugin.origin)
     if plugin.check is not None:
         try:
             plugin.check(name)
         except Exception as exc:  # noqa: BLE001 - the plug-in's refusal, whatever it raises, is a usage error
             raise PluginError(f"plug-in {prefix!r} ({plugin.origin}) refused {name!r}: {exc}") from None
-
-
-def _refuse_litellm_route(prefix: str, origin: str) -> None:
-    if prefix in litellm_routes():
-        raise PluginError(
-            f"plug-in prefix {prefix!r} ({origin}) is also a litellm provider route; apiflow refuses it "
-            "rather than choose: rename the entry point or uninstall the distribution"
-        )
 
 
 @functools.cache
@@ -205,13 +197,13 @@ def make_plugin_model(name: str, task: Task, seed: int, params: dict[str, Any] |
     try:
         plugin = load_plugin(prefix)
     except PluginError as exc:
-        return BrokenPlugin(name, str(exc))
+        return BrokenModel(name, str(exc))
     try:
         model = plugin.factory(name, task, seed, params)
     except Exception as exc:  # noqa: BLE001 - the plug-in's bug, recorded on its trial
-        return BrokenPlugin(name, f"plug-in {prefix!r} ({plugin.origin}) factory raised {_one_line(exc)}")
+        return BrokenModel(name, f"plug-in {prefix!r} ({plugin.origin}) factory raised {_one_line(exc)}")
     if not isinstance(model, ModelClient) or not isinstance(getattr(model, "model_api", None), str):
-        return BrokenPlugin(
+        return BrokenModel(
             name,
             f"plug-in {prefix!r} ({plugin.origin}) returned {type(model).__name__}, not a ModelClient "
             "(an object with a model_api string and an async generate(messages, tools, config))",
@@ -256,8 +248,9 @@ class PluginModel:
         return getattr(self.inner, attr)
 
 
-class BrokenPlugin:
-    """Stands in for a plug-in model that could not be built: its first turn raises the reason."""
+class BrokenModel:
+    """Stands in for a model that could not be built for a trial (a plug-in's fault, or a worker
+    without the plug-in): its first turn raises the reason, so the trial ends as a harness error."""
 
     def __init__(self, name: str, reason: str) -> None:
         self.model_api = name
