@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from apiflow.errors import UsageError
 from apiflow.models.registry import check_model_name, is_offline, model_slug
 from apiflow.redact import credential_keys
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
+NAMES_CHECKED = "model_names_checked"
+"""Validation context key: the model names were checked where the spec was first loaded."""
 
 
 class GridModel(BaseModel):
@@ -48,14 +50,19 @@ class GridModel(BaseModel):
     provider: str = ""
 
     @model_validator(mode="after")
-    def _defaults(self) -> GridModel:
-        try:
-            check_model_name(self.model)
-        except UsageError as exc:
-            raise ValueError(str(exc)) from None
+    def _defaults(self, info: ValidationInfo) -> GridModel:
+        # A worker re-reads the spec the driver already checked (``NAMES_CHECKED``): a plug-in
+        # missing on one node must fail that node's trials as harness errors, not its actors.
+        if not (info.context or {}).get(NAMES_CHECKED):
+            try:
+                check_model_name(self.model)
+            except UsageError as exc:
+                raise ValueError(str(exc)) from None
         credentials = credential_keys(self.extra)
         if credentials:  # ``extra`` is recorded in the manifest and hashed into trial ids
-            raise ValueError(f"extra.{credentials[0]} looks like a credential: put it in params (never recorded)")
+            raise ValueError(
+                f"extra.{credentials[0]} looks like a credential: put it in params (never recorded)"
+            )
         if not self.slug:
             object.__setattr__(self, "slug", model_slug(self.model))
         if not self.provider and not is_offline(self.model):
