@@ -110,6 +110,8 @@ def _build(args: argparse.Namespace) -> int:
         from apiflow.models.registry import check_model_name
 
         check_model_name(args.oracle_model)
+    if not 0 <= args.plant_underspecified <= 10:
+        raise UsageError("--plant-underspecified must be between 0 and 10 (chains per world)")
     started = time.perf_counter()
     manifest = build_bank(
         args.seed,
@@ -119,6 +121,7 @@ def _build(args: argparse.Namespace) -> int:
         oracle_model=args.oracle_model,
         progress=print,
         carry=_world_list(args.carry_predicates, "--carry-predicates"),
+        plant=args.plant_underspecified,
     )
     files = manifest["files"]
     print(
@@ -220,6 +223,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="WORLDS",
         help="'all' or world ids (w08,w10) whose chains 1..K also grade segments 1..K-1's G1 predicates",
+    )
+    build.add_argument(
+        "--plant-underspecified",
+        type=int,
+        default=0,
+        metavar="N",
+        help="drop a mid-chain step's detail from N chain prompts per world (screen evaluation); "
+        "the planted cells go to <out>.planted.json beside the bank",
     )
     build.set_defaults(func=_build)
     verify = verbs.add_parser("verify", help="re-check a bank's manifest and re-run every gate offline")

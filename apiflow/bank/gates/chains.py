@@ -71,11 +71,8 @@ def carried_golden_misses(chains: list[Task], world: WorldDef) -> dict[str, set[
         if task is not None:
             run.task = task
             results = run.grade(card_message(task.expected_card)).results
-            misses[task.id] = {
-                r.segment
-                for r in results
-                if not r.passed and r.segment is not None and r.segment < task.length
-            }
+            failed = {r.segment for r in results if not r.passed}
+            misses[task.id] = {j for j in failed if j is not None and j < task.length}
     return misses
 
 

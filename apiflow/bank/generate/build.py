@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import shutil
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from apiflow.bank.generate.draft import Ctx, Draft
 from apiflow.bank.generate.init import init_world, root, vault
 from apiflow.bank.generate.library import DOMAINS
 from apiflow.bank.generate.plan import V1_SEED, WorldShape, bank_shape, storyline
+from apiflow.bank.generate.plant import PlantedCell, blurred, candidates, detail_is_graded, write_side_file
 from apiflow.bank.generate.routes import RouteBook
 from apiflow.bank.generate.values import Minter, derive_rng
 from apiflow.bank.manifest import write_manifest
@@ -96,6 +98,7 @@ class WorldBuild:
     chains: list[dict[str, Any]] = field(default_factory=list)
     log: GateLog = field(default_factory=GateLog)
     revisions: list[str] = field(default_factory=list)
+    planted: list[PlantedCell] = field(default_factory=list)
 
 
 class _Grower:
@@ -155,28 +158,34 @@ class _Grower:
         self.leaves[("local", "access_token")] = self.world.token
         self.leaves[("local", draft.output.var)] = draft.output.value
 
-    def add_chains(self, max_chain: int, carry: bool = False) -> None:
+    def add_chains(self, max_chain: int, options: ChainOptions) -> None:
         """Chains 1to02..1toK, certified together; a failing chain is truncated with every longer one.
 
-        With ``carry`` each chain 1..K also grades the G1 predicates of segments 1..K-1.
+        ``options.carry``: each chain 1..K also grades the G1 predicates of segments 1..K-1.
+        ``options.plant``: that many chains get a mid-chain step's detail dropped from their prompt.
         """
         final = WorldDef.model_validate(world_data(self.world, self.book, self.state))
         rng = derive_rng(self.seed, self.wid, "chains")
         chain_tasks: list[Task] = []
+        states = []  # the prompt stream before each chain: a planted prompt is redrawn from it
         for length in range(2, max_chain + 1):
+            states.append(rng.getstate())
             doc = chain_prompt(rng, self.drafts[:length], self.bank, self.wid, length)
-            if carry:
+            if options.carry:
                 doc["carries"] = list(range(1, length))
             chain_tasks.append(compose_chain(ChainFile.model_validate(doc), self.accepted[:length]))
             self.build.chains.append(doc)
-        if carry:
+        if options.carry:
             chain_tasks = self._drop_uncarriable(chain_tasks, final)
+        if options.plant:
+            self._plant(options.plant, chain_tasks, states, final)
         check_chains(chain_tasks, final, {t.length: t for t in self.accepted}, self.build.log)
         bad = sorted({r.task_id for r in self.build.log.failures()})
         if bad:
             # Never padded: the first failing chain and every longer one are dropped.
             first = min(t.length for t in chain_tasks if t.id in bad)
             self.build.chains = [c for c in self.build.chains if c["length"] < first]
+            self.build.planted = [c for c in self.build.planted if c.length < first]
             self.build.revisions.append(f"{self.wid}: chains truncated before 1to{first:02d}")
 
     def _drop_uncarriable(self, chain_tasks: list[Task], final: WorldDef) -> list[Task]:
@@ -191,6 +200,45 @@ class _Grower:
             out.append(task)
         return out
 
+    def _plant(self, count: int, chain_tasks: list[Task], states: list[Any], final: WorldDef) -> None:
+        """Replace ``count`` chains' prompts by ones missing a mid-chain step's detail (one step per chain).
+
+        A candidate is skipped when the dropped words still occur in the prompt (another step
+        names them) or when taking the look-alike would still pass (the detail is not graded).
+        """
+        lengths = [t.length for t in chain_tasks]
+        for k, j in candidates(self.drafts, lengths, derive_rng(self.seed, self.wid, "plant")):
+            if len(self.build.planted) == count:
+                break
+            index, detail = lengths.index(k), self.drafts[j - 1].detail
+            if detail is None or any(c.length == k for c in self.build.planted):
+                continue
+            stream = random.Random()
+            stream.setstate(states[index])
+            doc = chain_prompt(stream, blurred(self.drafts[:k], j), self.bank, self.wid, k)
+            if detail.phrase.strip() in doc["prompt"] or not detail_is_graded(
+                chain_tasks[index], final, detail, j
+            ):
+                continue
+            if "carries" in self.build.chains[index]:
+                doc["carries"] = self.build.chains[index]["carries"]
+            self.build.chains[index] = doc
+            chain_tasks[index] = compose_chain(ChainFile.model_validate(doc), self.accepted[:k])
+            self.build.planted.append(PlantedCell(doc["id"], self.wid, k, j, detail.phrase))
+            self.build.log.add(
+                doc["id"], "plant_graded", True, f"segment {j} without {detail.phrase.strip()!r}"
+            )
+        if len(self.build.planted) < count:
+            self.build.revisions.append(f"{self.wid}: {len(self.build.planted)} of {count} cells planted")
+
+
+@dataclass(frozen=True, slots=True)
+class ChainOptions:
+    """How a world's chains are composed beyond the v1 shape (both off: exactly the v1 shape)."""
+
+    carry: bool = False
+    plant: int = 0
+
 
 def grow_world(
     bank: str,
@@ -199,7 +247,7 @@ def grow_world(
     shape: WorldShape,
     domain_index: int,
     oracle_model: str | None = None,
-    carry: bool = False,
+    options: ChainOptions | None = None,
 ) -> WorldBuild:
     """Initialise world ``index`` once, then add subtasks one by one, each admitted only through its gates."""
     wid = f"w{index + 1:02d}"
@@ -208,7 +256,7 @@ def grow_world(
         grower.add_step(k, axis, difficulty)
     grower.build.world = world_data(grower.world, grower.book, grower.state)
     grower.build.solos = [_solo_doc(t) for t in grower.accepted]
-    grower.add_chains(shape.max_chain, carry)
+    grower.add_chains(shape.max_chain, options or ChainOptions())
     return grower.build
 
 
@@ -273,15 +321,18 @@ def build_bank(
     oracle_model: str | None = None,
     progress: Any = None,
     carry: Collection[str] | None = None,
+    plant: int = 0,
 ) -> dict[str, Any]:
     """Generate, certify and write a bank; returns the manifest.
 
     Args:
         carry: World ids (or ``"all"``) whose chains carry earlier segments' G1 predicates
             (``ChainFile.carries``); None or empty: none do, and the bank is the plain shape.
+        plant: Underspecified chains to plant per world (``generate/plant.py``); the planted
+            cells are recorded beside the bank in ``<out>.planted.json``. 0: none, no side file.
     """
     carry = frozenset(carry or ())
-    variant = "c" if carry else ""
+    variant = ("c" if carry else "") + ("p" if plant else "")
     name = name or ("v1" if seed == V1_SEED and not variant else f"s{seed}{variant}")
     shapes = bank_shape()[: worlds or None]
     order = list(range(len(DOMAINS)))
@@ -294,9 +345,11 @@ def build_bank(
     (root_dir / "worlds").mkdir(parents=True)
     (root_dir / "tasks").mkdir()
     report: dict[str, Any] = {"bank": name, "seed": seed, "gates": {}, "revisions": [], "results": []}
+    planted: list[PlantedCell] = []
     for index, shape in enumerate(shapes):
-        carried = "all" in carry or f"w{index + 1:02d}" in carry
-        build = grow_world(name, seed, index, shape, order[index], oracle_model, carried)
+        options = ChainOptions("all" in carry or f"w{index + 1:02d}" in carry, plant)
+        build = grow_world(name, seed, index, shape, order[index], oracle_model, options)
+        planted += build.planted
         wid = build.world["id"]
         (root_dir / "worlds" / f"{wid}.yaml").write_text(dump_yaml(build.world))
         for doc in build.solos + build.chains:
@@ -314,4 +367,7 @@ def build_bank(
         row["passed" if r["ok"] else "failed"] += 1
     report["gates"] = dict(sorted(gates.items()))
     (root_dir / "validation.json").write_text(_report_text(report))
-    return write_manifest(root_dir, name)
+    manifest = write_manifest(root_dir, name)
+    if plant:
+        write_side_file(root_dir, manifest, plant, planted)
+    return manifest

@@ -122,6 +122,17 @@ class Step:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class Detail:
+    """A detail of a step's goal an agent cannot do without: the words that pick ``live`` among
+    look-alikes (``wrong`` is one of them). Screen evaluation drops ``phrase`` from a chain prompt
+    to plant an underspecified cell (``generate/plant.py``); nothing else reads it."""
+
+    phrase: str
+    live: str
+    wrong: str
+
+
 @dataclass(slots=True)
 class Draft:
     """One subtask as an axis drafted it."""
@@ -138,6 +149,7 @@ class Draft:
     state_extra: dict[str, Any] = field(default_factory=dict)
     leaves: dict[str, Any] = field(default_factory=dict)
     stale: str | None = None
+    detail: Detail | None = None
 
 
 def execute(method: str, url: str, headers: dict[str, str] | None = None, body: Any = None) -> dict[str, Any]:

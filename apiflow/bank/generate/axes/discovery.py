@@ -9,6 +9,7 @@ from apiflow.bank.generate.domains import Metric, Resource
 from apiflow.bank.generate.draft import (
     CardField,
     Ctx,
+    Detail,
     Draft,
     Output,
     Step,
@@ -166,10 +167,13 @@ def draft(ctx: Ctx) -> Draft:
                   words(m.metric.name)),
     ]
     look_alike = [forbid("no_look_alike", url_re(m.near, ""), "A look-alike index, not the live list.")]
+    flagged = f" flagged {words(m.flag)}"
+    sibling = next(i[res.id_field] for i in m.items if i[res.id_field] != m.target)
     return Draft(
         prompt=_prompt(ctx, m, legacy_id),
-        goal=f"find the {res.singular} flagged {words(m.flag)} under {ctx.parent.value} on the live v3 listing",
+        goal=f"find the {res.singular}{flagged} under {ctx.parent.value} on the live v3 listing",
         card=card, g1=g1, steps=steps, output=Output(m.target, res, ctx.key),
+        detail=Detail(flagged, m.target, sibling),
         checkpoints=[checkpoint(f"list_{slug}", url_re(m.canon), "GET", "A correct run reads the canonical v3 listing.")],
         constraints=[forbid(f"no_v2_{slug}", url_re(m.legacy, ""),
                             "The deprecated v2 listing is frozen and reports a decoy id.")]
