@@ -207,3 +207,10 @@ class BudgetedModel:
             return output
         finally:
             await self.ledger.settle.remote(ticket, actual)
+
+    async def end_trial(self, messages: list[dict[str, Any]]) -> None:
+        """Pass the end of the trial on to a model that drives it from outside (an MCP agent's
+        bridge, ``apiflow.models.external``), so its agent process and server are released."""
+        end = getattr(self.inner, "end_trial", None)
+        if end is not None:
+            await end(messages)
