@@ -146,3 +146,19 @@ def test_every_sample_task_golden_over_mcp_is_the_in_process_record(bank: Bank) 
         record, _ = asyncio.run(_over_mcp(bank, task, lambda c, t=task: play(c, oracle_model(t))))
         assert record.verdict == "C", task.id
         assert comparable(record) == comparable(in_process(bank, task, oracle_model(task))), task.id
+
+
+def test_a_budgeted_model_passes_the_end_of_the_trial_on() -> None:
+    from cluster.budget import BudgetedModel
+
+    ended: list[int] = []
+
+    class Inner:
+        model_api = "external/x"
+
+        async def end_trial(self, messages: list[dict[str, Any]]) -> None:
+            ended.append(len(messages))
+
+    wrapped = BudgetedModel(Inner(), ledger=None, prices=None, max_tokens=1)  # type: ignore[arg-type]
+    asyncio.run(wrapped.end_trial([{}, {}]))
+    assert ended == [2]
