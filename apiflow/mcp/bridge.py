@@ -83,8 +83,6 @@ class AgentBridge:
     _over: bool = False
     contacted: asyncio.Event = field(default_factory=asyncio.Event)
     """Set by the agent's first MCP request (``touch``): it connected."""
-    ended: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set once the trial no longer takes turns (``end_trial`` ran)."""
 
     # -- the MCP side ---------------------------------------------------------------------------
 
@@ -94,10 +92,9 @@ class AgentBridge:
 
     async def call(self, name: str, arguments: dict[str, Any], meta: TurnMeta) -> ToolReply:
         """Queue one tool call for its turn and wait for the result the trial's tools gave."""
-        loop = asyncio.get_running_loop()
-        call = _Call(name, arguments, meta, loop.create_future())
         if self._over:
             return ToolReply("", {"type": "unknown", "message": TRIAL_OVER})
+        call = _Call(name, arguments, meta, asyncio.get_running_loop().create_future())
         if meta.call_id is not None:
             if meta.call_id in self._used_ids:
                 raise ValueError(f"call id {meta.call_id!r} was already used in this trial")
@@ -162,7 +159,6 @@ class AgentBridge:
             item = self._inbox.popleft()
             if isinstance(item, _Call):
                 _settle(item.reply, over)
-        self.ended.set()
 
     def _answer_from(self, messages: list[dict[str, Any]]) -> None:
         """Settle each waiting call whose tool message the loop has appended since the last scan."""
