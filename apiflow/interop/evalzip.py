@@ -36,6 +36,7 @@ HEADER: Final = "header.json"
 START: Final = "_journal/start.json"
 SUMMARIES: Final = "summaries.json"
 _ZIP_TIME: Final = (1980, 1, 1, 0, 0, 0)
+_LEVEL: Final = 1  # deflate level: 1 writes ~3x faster than the default 6 for ~10 % more bytes
 _SUMMARY_TEXT: Final = 5120  # Inspect thins summary text to about this many characters
 _ALPHABET: Final = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"  # shortuuid's
 
@@ -116,10 +117,10 @@ class EvalLogWriter:
 
     def _write(self, name: str, data: bytes) -> None:
         if self._zip is None:
-            self._zip = zipfile.ZipFile(self.path, "w", zipfile.ZIP_DEFLATED, compresslevel=6)
+            self._zip = zipfile.ZipFile(self.path, "w", zipfile.ZIP_DEFLATED)
         info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
         info.compress_type = zipfile.ZIP_DEFLATED
-        self._zip.writestr(info, data)
+        self._zip.writestr(info, data, compresslevel=_LEVEL)
 
     def add(self, trial: dict[str, Any]) -> None:
         """Write one trial's sample.

@@ -10,6 +10,7 @@ import pytest
 from viewer.conftest import harness_copy, records_of  # one maker of harness outcomes for the tests
 
 from apiflow.cli import main
+from apiflow.interop.export import iter_trials
 from apiflow.results.record import TrialRecord
 from apiflow.results.rows import record_to_row
 from apiflow.results.store import ResultStore
@@ -20,6 +21,11 @@ TASKS = ("sample-w01-sub01", "sample-w01-sub05", "sample-w01-chain-1to02", "samp
 MODELS = ("apiflow/oracle", "apiflow/sim:erratic")
 LIMITED_TASK = "sample-w01-chain-1to06"
 EPOCHS = 2
+
+
+def records_by_key(results: Path) -> dict[tuple, dict]:
+    """Every trial record under RESULTS (as the export reads it), keyed by (model, task, trial)."""
+    return {(t["model"], t["task_id"], t["trial"]): t for t in iter_trials(str(results))}
 
 
 @pytest.fixture(scope="session")

@@ -17,13 +17,8 @@ import pytest
 from apiflow.analysis.table import load_table
 from apiflow.cli import main
 from apiflow.interop import read_samples, record_to_sample, sample_to_record
-from apiflow.interop.export import iter_trials
 
-from .conftest import EPOCHS, MODELS, PUBLISHED, TASKS
-
-
-def _records(folder: Path) -> dict[tuple, dict]:
-    return {(t["model"], t["task_id"], t["trial"]): t for t in iter_trials(str(folder))}
+from .conftest import EPOCHS, MODELS, PUBLISHED, TASKS, records_by_key
 
 
 def _exported(logs: list[Path]) -> dict[tuple, dict]:
@@ -46,7 +41,7 @@ def _ingested(tmp_path: Path, *inputs: Path, name: str) -> pa.Table:
 def test_one_log_per_model_and_every_record_comes_back_exactly(own_trials, own_logs):
     logs = sorted(own_logs.glob("*.eval"))
     assert len(logs) == len(MODELS)
-    original = _records(own_trials)
+    original = records_by_key(own_trials)
     assert _exported(logs) == original
     assert len(original) == len(MODELS) * len(TASKS) * EPOCHS + 2  # + the limit chain + the unscored copy
 
@@ -55,11 +50,11 @@ def test_published_transcripts_come_back_exactly(tmp_path):
     """42 published trials: string-encoded arguments, reasoning blocks, tool errors, an unscored one."""
     assert main(["transcripts", "export", "--format", "inspect", str(PUBLISHED), str(tmp_path / "logs")]) == 0
     logs = sorted((tmp_path / "logs").glob("*.eval"))
-    assert _exported(logs) == _records(PUBLISHED)
-    assert len(logs) == len({m for m, _, _ in _records(PUBLISHED)})
+    assert _exported(logs) == records_by_key(PUBLISHED)
+    assert len(logs) == len({m for m, _, _ in records_by_key(PUBLISHED)})
 
 
-def test_ingest_of_the_logs_gives_the_rows_of_the_records(own_trials, own_logs, tmp_path):
+def test_ingest_of_the_logs_gives_the_rows_of_therecords_by_key(own_trials, own_logs, tmp_path):
     from_records = _ingested(tmp_path, own_trials, name="records")
     from_logs = _ingested(tmp_path, own_logs, name="logs")
     assert from_logs.schema == from_records.schema
@@ -89,7 +84,7 @@ def test_grid_store_exports_what_the_report_counts(own_grid, tmp_path):
 
 
 def test_scores_carry_the_verdict_and_the_predicates(own_logs, own_trials):
-    records = _records(own_trials)
+    records = records_by_key(own_trials)
     for log in own_logs.glob("*.eval"):
         for sample in read_samples(log):
             record = records[(sample["metadata"]["record"]["model"], sample["id"], sample["epoch"])]

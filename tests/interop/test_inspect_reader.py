@@ -12,17 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from apiflow.interop.export import iter_trials
-
-from .conftest import EPOCHS, PUBLISHED, TASKS
+from .conftest import EPOCHS, PUBLISHED, TASKS, records_by_key
 
 inspect_log = pytest.importorskip(
     "inspect_ai.log", reason="inspect_ai is not installed (the `inspect` extra)"
 )
-
-
-def _records(folder: Path) -> dict[tuple, dict]:
-    return {(t["model"], t["task_id"], t["trial"]): t for t in iter_trials(str(folder))}
 
 
 def _logs(folder: Path) -> list[Path]:
@@ -30,7 +24,7 @@ def _logs(folder: Path) -> list[Path]:
 
 
 def test_one_sample_per_trial_with_epochs_model_and_usage(own_logs, own_trials):
-    records = _records(own_trials)
+    records = records_by_key(own_trials)
     seen = set()
     for path in _logs(own_logs):
         log = inspect_log.read_eval_log(str(path))
@@ -57,7 +51,7 @@ def test_one_sample_per_trial_with_epochs_model_and_usage(own_logs, own_trials):
 
 
 def test_scores_verdicts_predicates_and_unscored_errors(own_logs, own_trials):
-    records = _records(own_trials)
+    records = records_by_key(own_trials)
     unscored = 0
     for path in _logs(own_logs):
         log = inspect_log.read_eval_log(str(path))
@@ -97,7 +91,7 @@ def inspect_scorer():
 def test_the_conversation_is_inspect_chat_messages(own_logs, own_trials):
     from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
 
-    records = _records(own_trials)
+    records = records_by_key(own_trials)
     kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant,
              "tool": ChatMessageTool}  # fmt: skip
     tool_errors = unparsed = 0
