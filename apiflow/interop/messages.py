@@ -11,6 +11,7 @@ construction, whatever a model wrote (docs/design/082-inspect-interop.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Final
 
@@ -74,12 +75,12 @@ def _tool_call_to_inspect(call: Any) -> dict[str, Any]:
     return out
 
 
-def _plain(message: dict[str, Any], index: int, model: str | None) -> dict[str, Any]:
+def _plain(message: dict[str, Any], message_id: str, model: str | None) -> dict[str, Any]:
     role = message.get("role")
     if role not in _SOURCES:
         role = "user"  # an unknown role: shown as user text, the original kept in metadata
     out: dict[str, Any] = {
-        "id": f"m{index:05d}",
+        "id": message_id,
         "role": role,
         "content": _content_to_inspect(message.get("content")),
     }
@@ -125,23 +126,27 @@ def message_from_inspect(message: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def message_to_inspect(message: Any, index: int, model: str | None = None) -> dict[str, Any]:
+def message_to_inspect(message: Any, message_id: str, model: str | None = None) -> dict[str, Any]:
     """One schema-1.0 message as an Inspect ``ChatMessage`` (JSON), lossless.
 
     Args:
         message: The record's message (normally a dict; anything else is kept verbatim).
-        index: Its position in the conversation (gives a stable message id).
+        message_id: Its Inspect id (stable: derived from the trial and the position).
         model: The model id set on assistant messages.
     """
-    plain = _plain(message if isinstance(message, dict) else {}, index, model)
+    plain = _plain(message if isinstance(message, dict) else {}, message_id, model)
     if message_from_inspect(plain) != message:
         plain["metadata"] = {ORIGINAL_KEY: message}
     return plain
 
 
-def messages_to_inspect(messages: list[Any], model: str | None = None) -> list[dict[str, Any]]:
-    """A whole conversation as Inspect ``ChatMessage`` JSON."""
-    return [message_to_inspect(m, i, model) for i, m in enumerate(messages)]
+def messages_to_inspect(
+    messages: list[Any], trial_key: str, model: str | None = None
+) -> list[dict[str, Any]]:
+    """A whole conversation as Inspect ``ChatMessage`` JSON; ids ``<trial digest>-m<N>``, unique
+    across logs as Inspect's own random ids are, yet the same for the same trial."""
+    prefix = hashlib.sha256(trial_key.encode()).hexdigest()[:10]
+    return [message_to_inspect(m, f"{prefix}-m{i:05d}", model) for i, m in enumerate(messages)]
 
 
 def messages_from_inspect(messages: list[dict[str, Any]]) -> list[Any]:

@@ -145,7 +145,8 @@ def record_to_sample(trial: dict[str, Any]) -> dict[str, Any]:
     """One parsed trial JSON as an Inspect ``EvalSample`` (JSON-ready dict)."""
     messages = trial.get("messages") or []
     model = str(trial.get("model_api") or trial.get("model") or "")
-    converted = messages_to_inspect(messages, model)
+    uuid = _ours(trial).get("trial_id") or f"{trial.get('model')}/{trial['task_id']}/t{trial['trial']}"
+    converted = messages_to_inspect(messages, uuid, model)
     verifier = trial.get("verifier")
     rest = {k: v for k, v in trial.items() if k not in ("messages", "verifier")}
     output = _output(model, converted, trial)
@@ -183,7 +184,7 @@ def record_to_sample(trial: dict[str, Any]) -> dict[str, Any]:
         },
         "model_usage": {model: _usage(trial)},
         **_times(trial),
-        "uuid": _ours(trial).get("trial_id") or f"{trial.get('model')}/{trial['task_id']}/t{trial['trial']}",
+        "uuid": uuid,
     }
     if is_unscored(trial):
         sample["error"] = _error(trial)
