@@ -48,13 +48,19 @@ class Screen:
         }
 
 
-def screen_cells(trials: Trials) -> Screen:
-    """Flag the chain cells with no pass in the analysed set."""
+def _cells(trials: Trials) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per task index: passes, is a chain, has counted trials."""
     n_tasks = len(trials.tasks)
     passes = np.bincount(trials.task, weights=trials.passed, minlength=n_tasks)
     has_trials = np.bincount(trials.task, weights=trials.counted, minlength=n_tasks) > 0
     is_chain = np.zeros(n_tasks, dtype=bool)
     is_chain[trials.task] = trials.chain
+    return passes, is_chain, has_trials
+
+
+def screen_cells(trials: Trials) -> Screen:
+    """Flag the chain cells with no pass in the analysed set."""
+    passes, is_chain, has_trials = _cells(trials)
     flagged = is_chain & has_trials & (passes == 0)
     near = is_chain & (passes >= 1) & (passes <= NEAR_ZERO_MAX)
     counted_chain = trials.counted & trials.chain
@@ -65,3 +71,13 @@ def screen_cells(trials: Trials) -> Screen:
         chain_trials=int(counted_chain.sum()),
         flagged_task_mask=flagged,
     )
+
+
+def cells_at_most(trials: Trials, max_passes: int) -> list[str]:
+    """Chain cells (with counted trials) whose passes over the analysed set are at most ``max_passes``.
+
+    ``max_passes=0`` is the screen's flag (``screen_cells(trials).flagged``); 1 and 3 widen it to
+    the near-zero cells, which is how screen evaluation (docs/design/071) trades precision for recall.
+    """
+    passes, is_chain, has_trials = _cells(trials)
+    return [trials.tasks[i] for i in np.flatnonzero(is_chain & has_trials & (passes <= max_passes))]

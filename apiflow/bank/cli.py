@@ -1,5 +1,6 @@
-"""``apiflow bank build|verify|stats|audit``: generate a bank, check its integrity and gates, describe its
-shape, and audit its grading against the adversarial models."""
+"""``apiflow bank build|verify|stats|screen-eval|audit``: generate a bank, check its integrity and gates,
+describe its shape, measure the cell screen on planted splits, and audit its grading against the
+adversarial models."""
 
 from __future__ import annotations
 
@@ -131,6 +132,50 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _screen_eval(args: argparse.Namespace) -> int:
+    from apiflow.bank.screen_eval import evaluate, panel_models
+
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        raise UsageError(f"--seeds takes comma-separated integers (got {args.seeds!r})") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise UsageError("--seeds needs at least one seed, each once")
+    if not 1 <= args.epochs <= 20:
+        raise UsageError("--epochs must be between 1 and 20")
+    if args.worlds is not None and not 1 <= args.worlds <= 13:
+        raise UsageError("--worlds must be between 1 and 13")
+    if not 1 <= args.per_world <= 10:
+        raise UsageError("--per-world must be between 1 and 10")
+    if not 1 <= args.jobs <= 64:
+        raise UsageError("--jobs must be between 1 and 64")
+    models = panel_models(args.panel)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    record = evaluate(
+        seeds,
+        models,
+        out,
+        epochs=args.epochs,
+        worlds=args.worlds,
+        per_world=args.per_world,
+        jobs=args.jobs,
+        progress=print,
+    )
+    for s in record["scores"]:
+        split = "pooled" if s["seed"] is None else f"s{s['seed']}p"
+        share = {k: "n/a" if s[k] is None else f"{s[k]:.3f}" for k in ("precision", "recall")}
+        print(
+            f"{split:<7} passes<={s['threshold']}: flagged {s['flagged']:>4}, planted {s['planted']:>3}, "
+            f"hits {s['hits']:>3}, precision {share['precision']}, recall {share['recall']}"
+        )
+    print(
+        f"{record['trials']} trials in {time.perf_counter() - started:.0f} s; report section in {out / 'screen_eval.md'}"
+    )
+    return 0
+
+
 def _world_list(text: str | None, flag: str) -> list[str]:
     """``all`` or comma-separated world ids ``w01,w08`` (empty when the flag is not given)."""
     if text is None:
@@ -205,7 +250,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``bank build``, ``bank verify``, ``bank stats`` and ``bank audit``."""
+    """Add ``bank build``, ``bank verify``, ``bank stats``, ``bank screen-eval`` and ``bank audit``."""
     bank = sub.add_parser("bank", help="generate, verify and describe task banks")
     verbs = bank.add_subparsers(dest="bank_verb", metavar="VERB", parser_class=type(bank))
     build = verbs.add_parser(
@@ -243,6 +288,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     stats = verbs.add_parser("stats", help="tasks per world, axis, difficulty and chain length")
     stats.add_argument("bank", nargs="?", default=str(DEFAULT_BANK))
     stats.set_defaults(func=_stats)
+    screen = verbs.add_parser(
+        "screen-eval", help="precision/recall of the zero-pass cell screen on planted underspecified chains"
+    )
+    screen.add_argument("--seeds", default="1,2,3", help="planted splits to build (default 1,2,3)")
+    screen.add_argument(
+        "--panel", default="calibrated", help="calibrated (default), sims, or comma-separated offline models"
+    )
+    screen.add_argument("--epochs", type=int, default=5, help="trials per model and chain (default 5)")
+    screen.add_argument(
+        "--worlds", type=int, default=None, help="build only the first N worlds (default all)"
+    )
+    screen.add_argument("--per-world", type=int, default=2, help="planted chains per world (default 2)")
+    screen.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    screen.add_argument("--out", required=True)
+    screen.set_defaults(func=_screen_eval)
     audit = verbs.add_parser(
         "audit", help="run every adversarial model (apiflow/adv:*) on the bank; non-zero if any passes"
     )

@@ -40,7 +40,8 @@ def leak(task: Task, world: WorldDef, spec_text: str, log: GateLog) -> bool:
     return log.add(task.id, "leak", not problems, "; ".join(problems))
 
 
-def _send(session: WorldSession, req: dict[str, Any]) -> Any:
+def send_request(session: WorldSession, req: dict[str, Any]) -> Any:
+    """Send one golden ``execute`` request (headers lower-cased, as the transport does)."""
     headers = {k.lower(): v for k, v in (req.get("headers") or {}).items()}
     return session.send(HttpRequest(str(req.get("method", "GET")), str(req["url"]), headers, req.get("body")))
 
@@ -116,11 +117,11 @@ def discoverability(task: Task, world: WorldDef, spec_text: str, log: GateLog) -
             for kind, name, stripped in _names(req) if step.essential else ():
                 if name.lower() in known:
                     continue
-                answer = _send(_fork(session, world), stripped)
+                answer = send_request(_fork(session, world), stripped)
                 if 200 <= answer.status < 300 and stripped is not req:
                     continue  # the request succeeds without it: not a gate on the success path
                 if name.lower() not in (body_text(answer.body) + json.dumps(answer.headers)).lower():
                     hidden.append(f"{kind} {name!r} of {req['method']} {req['url']}")
-            response = _send(session, req)
+            response = send_request(session, req)
             known += "\n" + (body_text(response.body) + json.dumps(response.headers)).lower()
     return log.add(task.id, "discoverability", not hidden, "; ".join(hidden[:3]))

@@ -1,0 +1,255 @@
+"""``apiflow bank screen-eval``: the zero-pass screen's precision and recall on planted splits.
+
+For each seed: build a private split with underspecified chains planted at known cells
+(``bank build --plant-underspecified``), play every chain with every panel model for E epochs
+in process (each trial through the grounded view, ``apiflow/bank/grounded.py``, the same way for
+every cell), apply the screen at thresholds 0, <=1, <=3 passes per cell, and score the flagged
+cells against the planted ones. Writes ``screen_eval.json``, ``screen_eval.md`` (the report
+section) and ``screen_pr.png`` into the output folder; the banks and their ground truth go to
+``OUT/banks/``. Method and measured results: docs/design/071-screen-and-carried.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import json
+import random
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from apiflow.agent import run_trial
+from apiflow.agent.ids import trial_seed
+from apiflow.analysis.screen import cells_at_most
+from apiflow.analysis.trials import trials_from_table
+from apiflow.bank.generate.plant import read_side_file
+from apiflow.bank.grounded import GroundedView
+from apiflow.bank.loader import Bank, load_bank
+from apiflow.errors import UsageError
+from apiflow.models.registry import OFFLINE_PROFILES, SIM_PREFIX, check_model_name, make_model, model_slug
+
+THRESHOLDS = (0, 1, 3)
+"""A cell is flagged when its passes over the panel's trials are at most this many."""
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """The screen at one threshold on one split (or pooled over splits)."""
+
+    seed: int | None  # None: pooled
+    threshold: int
+    flagged: int
+    planted: int
+    hits: int  # planted cells the screen flags
+    cells: int  # chain cells screened
+
+    @property
+    def precision(self) -> float | None:
+        """Share of flagged cells that were planted (None when nothing is flagged)."""
+        return self.hits / self.flagged if self.flagged else None
+
+    @property
+    def recall(self) -> float | None:
+        """Share of planted cells the screen flags (None when nothing was planted)."""
+        return self.hits / self.planted if self.planted else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "seed": self.seed,
+            "threshold": self.threshold,
+            "cells": self.cells,
+            "flagged": self.flagged,
+            "planted": self.planted,
+            "hits": self.hits,
+            "precision": self.precision,
+            "recall": self.recall,
+        }
+
+
+def panel_models(panel: str) -> list[str]:
+    """``calibrated`` (the 19 calibrated sims), ``sims`` (the five named sim profiles) or model names a,b,c."""
+    if panel == "sims":
+        return [SIM_PREFIX + p for p in OFFLINE_PROFILES]
+    if panel == "calibrated":
+        try:  # the calibrated panel's module, looked up by name: a checkout without it still runs `sims`
+            module = importlib.import_module("apiflow.models.calibrated")
+        except ImportError:
+            raise UsageError("the calibrated panel is not in this checkout; use --panel sims") from None
+        return list(module.calibrated_panel())
+    models = [m.strip() for m in panel.split(",") if m.strip()]
+    if not models:
+        raise UsageError("--panel takes 'calibrated', 'sims' or comma-separated model names")
+    for model in models:
+        check_model_name(model)
+        if not model.startswith("apiflow/"):
+            raise UsageError(
+                f"screen evaluation plays offline models only (the grounded view), not {model!r}"
+            )
+    return models
+
+
+@cache
+def _bank(path: str) -> Bank:
+    return load_bank(path)
+
+
+def guess_rng(model: str, task_id: str, tseed: int) -> random.Random:
+    """The grounded view's guesses for one trial, derived from content by sha256."""
+    digest = hashlib.sha256(f"guess|{model}|{task_id}|{tseed}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def play_model(bank_path: str, model: str, epochs: int, seed: int) -> list[dict[str, Any]]:
+    """Every chain of the bank x ``epochs`` trials of ``model`` through the grounded view: one row per trial."""
+    bank = _bank(bank_path)
+    chains = [t for t in bank.tasks.values() if t.kind == "chain"]
+    views = {t.id: GroundedView(t, bank.world_of(t)) for t in chains}
+    slug = model_slug(model)
+
+    async def run_all() -> list[dict[str, Any]]:
+        rows = []
+        for epoch in range(1, epochs + 1):
+            for task in chains:
+                tseed = trial_seed(seed, task.id, epoch)
+                played = views[task.id].play(guess_rng(model, task.id, tseed))
+                record = await run_trial(
+                    task,
+                    bank.world_of(task),
+                    make_model(model, played, tseed),
+                    seed=seed,
+                    epoch=epoch,
+                    bank_name=bank.name,
+                    bank_hash=bank.hash,
+                    run_id=f"screen-eval-{bank.hash[:12]}",
+                    model_slug=slug,
+                )
+                harness = record.is_harness_outcome
+                rows.append(
+                    {
+                        "model": slug,
+                        "task_id": task.id,
+                        "epoch": epoch,
+                        "verdict": record.verdict,
+                        "harness": harness,
+                    }
+                )
+        return rows
+
+    return asyncio.run(run_all())
+
+
+def score_split(rows: list[dict[str, Any]], planted: set[str], seed: int | None) -> list[Score]:
+    """The screen at every threshold over one split's trial rows."""
+    trials = trials_from_table(pa.Table.from_pylist(rows))
+    cells = sum(1 for t in trials.tasks if "-chain-" in t)
+    out = []
+    for threshold in THRESHOLDS:
+        flagged = set(cells_at_most(trials, threshold))
+        out.append(Score(seed, threshold, len(flagged), len(planted), len(flagged & planted), cells))
+    return out
+
+
+def pooled(scores: list[Score]) -> list[Score]:
+    """Scores summed over splits, per threshold (micro-averaged precision and recall)."""
+    out = []
+    for threshold in THRESHOLDS:
+        mine = [s for s in scores if s.threshold == threshold]
+        out.append(
+            Score(
+                None,
+                threshold,
+                sum(s.flagged for s in mine),
+                sum(s.planted for s in mine),
+                sum(s.hits for s in mine),
+                sum(s.cells for s in mine),
+            )
+        )
+    return out
+
+
+def build_split(seed: int, root: Path, worlds: int | None, per_world: int) -> tuple[Path, set[str]]:
+    """Build (or reuse, when its recorded hash still matches) the planted split of ``seed``."""
+    from apiflow.bank.generate import build_bank
+
+    out = root / "banks" / f"s{seed}p"
+    try:
+        record = read_side_file(out)
+        bank = load_bank(out)
+        if record["bank_hash"] != bank.hash or record["per_world"] != per_world or _worlds(bank) != worlds:
+            raise ValueError("stale")
+    except (OSError, ValueError, KeyError, UsageError):
+        (root / "banks").mkdir(parents=True, exist_ok=True)
+        build_bank(seed, out, worlds=worlds, plant=per_world)
+        record = read_side_file(out)
+    return out, {c["task_id"] for c in record["cells"]}
+
+
+def _play_all(units: list[tuple[int, str, str]], epochs: int, jobs: int) -> Iterator[list[dict[str, Any]]]:
+    """Rows of every (seed, bank, model) unit, in order; ``jobs`` > 1 plays units in worker processes
+    (trials are CPU-bound Python, so processes, not threads)."""
+    if jobs == 1:
+        yield from (play_model(path, model, epochs, seed) for seed, path, model in units)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(play_model, path, model, epochs, seed) for seed, path, model in units]
+        yield from (f.result() for f in futures)
+
+
+def _worlds(bank: Bank) -> int | None:
+    return None if len(bank.worlds) == 13 else len(bank.worlds)
+
+
+def evaluate(
+    seeds: list[int],
+    models: list[str],
+    out: Path,
+    *,
+    epochs: int = 5,
+    worlds: int | None = None,
+    per_world: int = 2,
+    jobs: int = 1,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """Build the planted splits, play the panel, score the screen; returns the JSON record."""
+    say = progress or (lambda _text: None)
+    splits = []
+    for seed in seeds:
+        path, planted = build_split(seed, out, worlds, per_world)
+        say(f"s{seed}p: {len(planted)} planted cell(s) in {path}")
+        splits.append((seed, path, planted))
+    units = [(seed, str(path), model) for seed, path, _ in splits for model in models]
+    results = []
+    for (seed, _, model), rows in zip(units, _play_all(units, epochs, jobs), strict=True):
+        results.append((seed, rows))
+        say(f"s{seed}p {model}: {len(rows)} trials")
+    scores: list[Score] = []
+    rows_by_seed: dict[int, list[dict[str, Any]]] = {}
+    for seed, rows in results:
+        rows_by_seed.setdefault(seed, []).extend(rows)
+    for seed, _, planted in splits:
+        rows = rows_by_seed[seed]
+        (out / f"trials-s{seed}p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        scores += score_split(rows, planted, seed)
+    record = {
+        "seeds": seeds,
+        "models": models,
+        "epochs": epochs,
+        "worlds": worlds,
+        "per_world": per_world,
+        "trials": sum(len(r) for r in rows_by_seed.values()),
+        "scores": [s.as_dict() for s in scores + pooled(scores)],
+    }
+    (out / "screen_eval.json").write_text(json.dumps(record, indent=1) + "\n")
+    from apiflow.bank.screen_report import markdown, pr_plot
+
+    pr_plot(record, out / "screen_pr.png")
+    (out / "screen_eval.md").write_text(markdown(record, "screen_pr.png"))
+    return record
