@@ -175,6 +175,21 @@ def pooled(scores: list[Score]) -> list[Score]:
     return out
 
 
+LENGTH_BANDS = ((2, 6), (7, 11), (12, 16), (17, 20))
+"""Chain-length bands of the report (those of docs/design/060's offline-model table)."""
+
+
+def by_length(planted_passes: dict[str, int]) -> list[dict[str, Any]]:
+    """Planted cells per chain-length band: how many, and how many the screen flags at each threshold."""
+    out = []
+    for low, high in LENGTH_BANDS:
+        mine = [n for t, n in planted_passes.items() if low <= int(t.rsplit("1to", 1)[1]) <= high]
+        row: dict[str, Any] = {"lengths": f"{low}-{high}", "planted": len(mine)}
+        row.update({f"flagged_at_{t}": sum(n <= t for n in mine) for t in THRESHOLDS})
+        out.append(row)
+    return out
+
+
 def build_split(seed: int, root: Path, worlds: int | None, per_world: int) -> tuple[Path, set[str]]:
     """Build (or reuse, when its recorded hash still matches) the planted split of ``seed``."""
     from apiflow.bank.generate import build_bank
@@ -234,18 +249,26 @@ def evaluate(
     rows_by_seed: dict[int, list[dict[str, Any]]] = {}
     for seed, rows in results:
         rows_by_seed.setdefault(seed, []).extend(rows)
+    planted_passes: dict[str, int] = {}
     for seed, _, planted in splits:
         rows = rows_by_seed[seed]
         (out / f"trials-s{seed}p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         scores += score_split(rows, planted, seed)
+        for task_id in sorted(planted):
+            planted_passes[task_id] = sum(
+                r["verdict"] == "C" and not r["harness"] for r in rows if r["task_id"] == task_id
+            )
     record = {
         "seeds": seeds,
         "models": models,
         "epochs": epochs,
         "worlds": worlds,
         "per_world": per_world,
+        "thresholds": list(THRESHOLDS),
         "trials": sum(len(r) for r in rows_by_seed.values()),
         "scores": [s.as_dict() for s in scores + pooled(scores)],
+        "planted_passes": planted_passes,
+        "planted_by_length": by_length(planted_passes),
     }
     (out / "screen_eval.json").write_text(json.dumps(record, indent=1) + "\n")
     from apiflow.bank.screen_report import markdown, pr_plot

@@ -40,7 +40,23 @@ def markdown(record: dict[str, Any], png: str) -> str:
             f"| {split} | {_label(s['threshold'])} | {s['cells']} | {s['flagged']} | {s['planted']} | {s['hits']} "
             f"| {_share(s['precision'])} | {_share(s['recall'])} |"
         )
-    return head + "\n".join(rows) + f"\n\n![precision and recall of the screen]({png})\n"
+    bands, thresholds = record.get("planted_by_length") or [], record.get("thresholds") or []
+    tail = ""
+    if bands:
+        tail = (
+            "\n\nPlanted cells by chain length (a planted cell escapes the screen when lucky guesses pass it):\n\n"
+            "| chain length | planted | " + " | ".join(f"flagged at {_label(t)}" for t in thresholds) + " |\n"
+            "|---|---|"
+            + "---|" * len(thresholds)
+            + "\n"
+            + "\n".join(
+                f"| {b['lengths']} | {b['planted']} | "
+                + " | ".join(str(b[f"flagged_at_{t}"]) for t in thresholds)
+                + " |"
+                for b in bands
+            )
+        )
+    return head + "\n".join(rows) + tail + f"\n\n![precision and recall of the screen]({png})\n"
 
 
 def pr_plot(record: dict[str, Any], path: Path) -> None:
