@@ -88,11 +88,13 @@ def panel_models(panel: str) -> list[str]:
     if not models:
         raise UsageError("--panel takes 'calibrated', 'sims' or comma-separated model names")
     for model in models:
-        check_model_name(model)
-        if not model.startswith("apiflow/"):
+        if not model.startswith(
+            "apiflow/"
+        ):  # checked first: a provider name would load litellm to be refused
             raise UsageError(
                 f"screen evaluation plays offline models only (the grounded view), not {model!r}"
             )
+        check_model_name(model)
     return models
 
 
