@@ -18,7 +18,7 @@ import json
 import random
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -62,16 +62,7 @@ class Score:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form."""
-        return {
-            "seed": self.seed,
-            "threshold": self.threshold,
-            "cells": self.cells,
-            "flagged": self.flagged,
-            "planted": self.planted,
-            "hits": self.hits,
-            "precision": self.precision,
-            "recall": self.recall,
-        }
+        return {**asdict(self), "precision": self.precision, "recall": self.recall}
 
 
 def panel_models(panel: str) -> list[str]:

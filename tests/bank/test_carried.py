@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from apiflow.grading.spec import AnswerFieldSpec, NewResponseSpec
 V1 = Path("bank/v1")
 
 
-@cache
+@pytest.fixture(scope="module")
 def v1() -> Bank:
     return load_bank(V1)
 
@@ -32,8 +31,8 @@ def carried(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_off_composes_exactly_as_before_and_on_adds_tagged_g1_of_every_earlier_segment() -> None:
-    bank = v1()
+def test_off_composes_exactly_as_before_and_on_adds_tagged_g1_of_every_earlier_segment(v1: Bank) -> None:
+    bank = v1
     subs = [bank.tasks[f"v1-w01-sub{k:02d}"] for k in range(1, 6)]
     plain = bank.tasks["v1-w01-chain-1to05"]
     file = ChainFile(id=plain.id, world="w01", length=5, prompt=plain.prompt)
@@ -83,8 +82,8 @@ def test_a_skipped_middle_segment_fails_and_is_named_the_failure_stage(carried: 
     assert full.grade(card_message(task.expected_card)).passed
 
 
-def test_skip_middle_probe_passes_v1_shape_chains_but_no_carried_chain(carried: Path) -> None:
-    plain = v1()
+def test_skip_middle_probe_passes_v1_shape_chains_but_no_carried_chain(carried: Path, v1: Bank) -> None:
+    plain = v1
     ids = [t for t in plain.tasks if "-w01-chain-" in t]
     assert audit_bank(plain, task_ids=ids, adversaries=["skip-middle"]).passing(informational=True)
     report = audit_bank(load_bank(carried), task_ids=ids, adversaries=["skip-middle"])

@@ -224,7 +224,7 @@ class _Grower:
                 doc["carries"] = self.build.chains[index]["carries"]
             self.build.chains[index] = doc
             chain_tasks[index] = compose_chain(ChainFile.model_validate(doc), self.accepted[:k])
-            self.build.planted.append(PlantedCell(doc["id"], self.wid, k, j, detail.phrase))
+            self.build.planted.append(PlantedCell(doc["id"], self.wid, k, j, detail.phrase.strip()))
             self.build.log.add(
                 doc["id"], "plant_graded", True, f"segment {j} without {detail.phrase.strip()!r}"
             )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +31,11 @@ class PlantedCell:
     world: str
     length: int
     segment: int
-    dropped: str
+    dropped: str  # the words, without their leading space
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form for the side file."""
-        return {
-            "task_id": self.task_id,
-            "world": self.world,
-            "length": self.length,
-            "segment": self.segment,
-            "dropped": self.dropped.strip(),
-        }
+        return asdict(self)
 
 
 def candidates(drafts: list[Draft], lengths: list[int], rng: random.Random) -> list[tuple[int, int]]:
