@@ -172,14 +172,26 @@ LENGTH_BANDS = ((2, 6), (7, 11), (12, 16), (17, 20))
 """Chain-length bands of the report (those of docs/design/060's offline-model table)."""
 
 
-def by_length(planted_passes: dict[str, int]) -> list[dict[str, Any]]:
-    """Planted cells per chain-length band: how many, and how many the screen flags at each threshold."""
+def by_length(cell_passes: dict[str, int], planted: set[str]) -> list[dict[str, Any]]:
+    """Per chain-length band: planted and good cells, and how many of each the screen flags per threshold."""
     out = []
     for low, high in LENGTH_BANDS:
-        mine = [n for t, n in planted_passes.items() if low <= int(t.rsplit("1to", 1)[1]) <= high]
-        row: dict[str, Any] = {"lengths": f"{low}-{high}", "planted": len(mine)}
-        row.update({f"flagged_at_{t}": sum(n <= t for n in mine) for t in THRESHOLDS})
+        mine = {t: n for t, n in cell_passes.items() if low <= int(t.rsplit("1to", 1)[1]) <= high}
+        row: dict[str, Any] = {"lengths": f"{low}-{high}"}
+        for name, group in (("planted", planted), ("good", set(mine) - planted)):
+            passes = [n for t, n in mine.items() if t in group]
+            row[name] = len(passes)
+            row.update({f"{name}_flagged_at_{t}": sum(n <= t for n in passes) for t in THRESHOLDS})
         out.append(row)
+    return out
+
+
+def cell_passes(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Passes per chain cell over a split's rows (an unscored trial is never a pass)."""
+    out: dict[str, int] = {}
+    for r in rows:
+        if "-chain-" in r["task_id"]:
+            out[r["task_id"]] = out.get(r["task_id"], 0) + (r["verdict"] == "C" and not r["harness"])
     return out
 
 
@@ -242,15 +254,14 @@ def evaluate(
     rows_by_seed: dict[int, list[dict[str, Any]]] = {}
     for seed, rows in results:
         rows_by_seed.setdefault(seed, []).extend(rows)
-    planted_passes: dict[str, int] = {}
+    passes: dict[str, int] = {}
+    planted_ids: set[str] = set()
     for seed, _, planted in splits:
         rows = rows_by_seed[seed]
         (out / f"trials-s{seed}p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         scores += score_split(rows, planted, seed)
-        for task_id in sorted(planted):
-            planted_passes[task_id] = sum(
-                r["verdict"] == "C" and not r["harness"] for r in rows if r["task_id"] == task_id
-            )
+        passes |= cell_passes(rows)
+        planted_ids |= planted
     record = {
         "seeds": seeds,
         "models": models,
@@ -260,8 +271,9 @@ def evaluate(
         "thresholds": list(THRESHOLDS),
         "trials": sum(len(r) for r in rows_by_seed.values()),
         "scores": [s.as_dict() for s in scores + pooled(scores)],
-        "planted_passes": planted_passes,
-        "planted_by_length": by_length(planted_passes),
+        "planted_cells": sorted(planted_ids),
+        "cell_passes": passes,
+        "by_length": by_length(passes, planted_ids),
     }
     (out / "screen_eval.json").write_text(json.dumps(record, indent=1) + "\n")
     from apiflow.bank.screen_report import markdown, pr_plot

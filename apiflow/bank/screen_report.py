@@ -40,18 +40,21 @@ def markdown(record: dict[str, Any], png: str) -> str:
             f"| {split} | {_label(s['threshold'])} | {s['cells']} | {s['flagged']} | {s['planted']} | {s['hits']} "
             f"| {_share(s['precision'])} | {_share(s['recall'])} |"
         )
-    bands, thresholds = record.get("planted_by_length") or [], record.get("thresholds") or []
+    bands, thresholds = record.get("by_length") or [], record.get("thresholds") or []
     tail = ""
     if bands:
         tail = (
-            "\n\nPlanted cells by chain length (a planted cell escapes the screen when lucky guesses pass it):\n\n"
-            "| chain length | planted | " + " | ".join(f"flagged at {_label(t)}" for t in thresholds) + " |\n"
-            "|---|---|"
+            "\n\nBy chain length: planted and good cells, and how many of each are flagged (planted / good) "
+            "at each threshold:\n\n| chain length | planted | good | "
+            + " | ".join(f"flagged at {_label(t)}" for t in thresholds)
+            + " |\n|---|---|---|"
             + "---|" * len(thresholds)
             + "\n"
             + "\n".join(
-                f"| {b['lengths']} | {b['planted']} | "
-                + " | ".join(str(b[f"flagged_at_{t}"]) for t in thresholds)
+                f"| {b['lengths']} | {b['planted']} | {b['good']} | "
+                + " | ".join(
+                    f"{b[f'planted_flagged_at_{t}']} / {b[f'good_flagged_at_{t}']}" for t in thresholds
+                )
                 + " |"
                 for b in bands
             )
