@@ -58,13 +58,18 @@ PROFILES: dict[str, SimProfile] = {
 
 
 def is_sim_profile(name: str) -> bool:
-    """True for every profile ``sim_model`` accepts (the named ones above and any added later)."""
-    return name in PROFILES
+    """True for every profile ``sim_model`` accepts: the named ones above and the calibrated panel's
+    ``calibrated-<slug>`` (``apiflow.models.calibrated``; not in ``PROFILES``, so demo grids are unchanged)."""
+    if name in PROFILES:
+        return True
+    from apiflow.models.calibrated import is_calibrated_profile  # imported on use: it imports this module
+
+    return is_calibrated_profile(name)
 
 
 def sim_profile_names() -> tuple[str, ...]:
     """Every accepted profile name, for error messages."""
-    return tuple(PROFILES)
+    return (*PROFILES, "calibrated-<published slug>")
 
 
 def sim_rng(seed: int, task_id: str, profile: str) -> random.Random:
@@ -176,6 +181,10 @@ def sim_model(task: Task, seed: int, profile_name: str) -> ScriptedModel:
     Raises:
         KeyError: Unknown profile (the registry turns it into a UsageError).
     """
+    if profile_name not in PROFILES:
+        from apiflow.models.calibrated import calibrated_model
+
+        return calibrated_model(task, seed, profile_name)
     profile = PROFILES[profile_name]
     turns = _Planner(task, profile, sim_rng(seed, task.id, profile_name)).plan()
     return ScriptedModel(f"apiflow/sim:{profile_name}", turns)
