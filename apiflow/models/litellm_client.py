@@ -21,6 +21,7 @@ the client's own ``api_key``/headers, credential-shaped strings) and no chained 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -164,22 +165,50 @@ def _plain(value: Any) -> Any:
     return value
 
 
+OPENAI_WIRE_PROVIDERS = frozenset(
+    {"openai", "hosted_vllm", "llamafile", "lm_studio", "custom_openai", "openai_like"}
+)
+"""litellm providers that pass our chat messages as they are to an OpenAI chat-completions server.
+
+litellm drops an assistant message's ``content: None`` key. OpenAI accepts a turn with tool calls and
+no ``content``, but OpenAI-compatible servers whose chat template reads every message's content do
+not: llama-cpp-python's ``chatml-function-calling`` answers HTTP 500 "'dict object' has no attribute
+'content'" (bench/bench_realmodel.py found it). On these routes a turn without text therefore says
+``""``, which OpenAI and vLLM accept too. Everywhere else it stays None: litellm turns ``""`` into an
+empty text part (``{"text": ""}``) on its Gemini route, which Gemini refuses; litellm's own
+conversions for the other providers expect None."""
+
+
+@functools.lru_cache(maxsize=1024)
+def empty_text_for(model: str) -> str | None:
+    """What an assistant turn without text carries as ``content`` on ``model``'s route (see above)."""
+    try:
+        provider = _litellm().get_llm_provider(model=model)[1]
+    except Exception:  # an id litellm cannot route fails in acompletion with its own message
+        return None
+    return "" if provider in OPENAI_WIRE_PROVIDERS else None
+
+
 def to_openai_messages(
-    messages: list[dict[str, Any]], replay: Sequence[ReplayState | None] = ()
+    messages: list[dict[str, Any]],
+    replay: Sequence[ReplayState | None] = (),
+    empty_text: str | None = None,
 ) -> list[dict[str, Any]]:
     """Schema-1.0 transcript -> OpenAI chat messages (litellm's input shape for every provider).
 
     ``replay[n]`` is sent back with the n-th assistant message: its reasoning state as the provider
     returned it. Without it, a reasoning block of the record is not replayed (its text alone is no
     valid input for any provider: signatures and encrypted content are not in the record). A failed
-    tool call's result is its error message, so the model sees what went wrong.
+    tool call's result is its error message, so the model sees what went wrong. ``empty_text`` is
+    the content of an assistant turn without text (``empty_text_for`` the route).
     """
     converted: list[dict[str, Any]] = []
     turn = 0
     for message in messages:
         role = message["role"]
         if role == "assistant":
-            item: dict[str, Any] = {"role": "assistant", "content": _text_of(message["content"]) or None}
+            text = _text_of(message["content"]) or empty_text
+            item: dict[str, Any] = {"role": "assistant", "content": text}
             if message.get("tool_calls"):
                 item["tool_calls"] = [_openai_tool_call(c) for c in message["tool_calls"]]
             state = replay[turn] if turn < len(replay) else None
@@ -383,7 +412,9 @@ class LiteLLMClient:
             "max_retries": 0,
             **self.params,
             "model": self.model_api,
-            "messages": to_openai_messages(messages, self.turns if self.replay else ()),
+            "messages": to_openai_messages(
+                messages, self.turns if self.replay else (), empty_text_for(self.model_api)
+            ),
             "temperature": config.temperature,
             "num_retries": 0,
             **config.extra,

@@ -37,12 +37,14 @@ from typing import Any, Literal
 from apiflow.agent.prompts import user_message
 from apiflow.bank import DEFAULT_BANK, Task, load_bank
 from apiflow.models import standin_anthropic as anthropic_wire
+from apiflow.models import standin_openai as openai_wire
 from apiflow.models import standin_responses as responses_wire
 from apiflow.models.base import GenerateConfig, ModelOutput
 from apiflow.models.registry import make_model
 from apiflow.models.standin_anthropic import Rejected
+from apiflow.models.standin_openai import CHARS_PER_TOKEN, ServerFault
+from apiflow.models.standin_openai import error_body as _error
 
-_CHARS_PER_TOKEN = 4
 Wire = Literal["openai", "anthropic", "responses"]
 
 
@@ -72,6 +74,8 @@ class StandinConfig:
             is played by ``apiflow/sim:ace``, so litellm routes a real model id (with its real
             capabilities: thinking, reasoning effort) to the stand-in. Other names must be
             offline model names.
+        require_content: The OpenAI wire fails a message without a ``content`` key with HTTP 500,
+            as llama-cpp-python's server does (OpenAI accepts one; ``standin_openai.check_request``).
     """
 
     bank: str = str(DEFAULT_BANK)
@@ -91,6 +95,7 @@ class StandinConfig:
     retry_after_s: float = 1.0
     reasoning: bool = False
     plays: tuple[tuple[str, str], ...] = ()
+    require_content: bool = False
 
 
 @dataclass
@@ -149,35 +154,6 @@ class _Limiter:
             return None
 
 
-def _from_openai(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI chat messages -> schema-1.0 messages (what the offline models read)."""
-    converted = []
-    for m in messages:
-        if m["role"] == "assistant":
-            calls = []
-            for c in m.get("tool_calls") or ():
-                raw = c["function"].get("arguments") or ""
-                try:
-                    args: Any = json.loads(raw) if raw else {}
-                except ValueError:
-                    args = raw
-                calls.append({"id": c["id"], "name": c["function"]["name"], "arguments": args})
-            item: dict[str, Any] = {"role": "assistant", "content": m.get("content") or ""}
-            if calls:
-                item["tool_calls"] = calls
-            converted.append(item)
-        elif m["role"] == "tool":
-            converted.append(
-                {"role": "tool", "content": m.get("content") or "", "tool_call_id": m.get("tool_call_id")}
-            )
-        else:
-            content = m.get("content")
-            if isinstance(content, list):
-                content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
-            converted.append({"role": m["role"], "content": content or ""})
-    return converted
-
-
 class StandinProvider:
     """The request logic, independent of HTTP (the handler below is a thin adapter)."""
 
@@ -219,7 +195,7 @@ class StandinProvider:
         echo = f" (request credentials: {auth})" if c.echo_auth and auth else ""
         messages = body.get("messages") or []
         sent = messages if wire != "responses" else body.get("input") or []
-        prompt_tokens = sum(len(json.dumps(m)) for m in sent) // _CHARS_PER_TOKEN
+        prompt_tokens = sum(len(json.dumps(m)) for m in sent) // CHARS_PER_TOKEN
         wait = self.limiter.admit(prompt_tokens + int(body.get("max_tokens") or 0) // 8)
         if wait is None and c.p_429 and self._roll() < c.p_429:
             wait = c.retry_after_s
@@ -251,8 +227,11 @@ class StandinProvider:
                 responses_wire.check_request(body, self.key)
                 conversation = responses_wire.to_schema_messages(body)
             else:
-                check_openai_request(messages, self.config.reasoning)
-                conversation = _from_openai(messages)
+                openai_wire.check_request(messages, c.reasoning, c.require_content)
+                conversation = openai_wire.to_schema_messages(messages)
+        except ServerFault as exc:
+            self._count("server_errors")
+            return 500, {}, error("internal_server_error", str(exc))
         except Rejected as exc:
             self._count("rejected")
             return 400, {}, error("invalid_request_error", str(exc))
@@ -318,12 +297,7 @@ class StandinProvider:
 
     def _completion(self, model: str, output: ModelOutput, reasoning: str | None = None) -> dict[str, Any]:
         c = self.config
-        calls: list[dict[str, Any]] = [
-            {"id": tc.id, "type": "function",
-             "function": {"name": tc.name, "arguments": tc.arguments if isinstance(tc.arguments, str)
-                          else json.dumps(tc.arguments, ensure_ascii=False)}}
-            for tc in output.tool_calls
-        ]  # fmt: skip
+        calls = openai_wire.wire_calls(output.tool_calls)
         text = output.text
         if calls and c.p_malformed and self._roll() < c.p_malformed:
             self._count("malformed")
@@ -331,33 +305,7 @@ class StandinProvider:
         if c.p_empty and self._roll() < c.p_empty:
             self._count("empty")
             calls, text = [], ""
-        usage = output.usage
-        prompt = usage.input + usage.cache_read
-        message: dict[str, Any] = {"role": "assistant", "content": text or None}
-        if reasoning is not None:
-            message["reasoning_content"] = reasoning
-        if calls:
-            message["tool_calls"] = calls
-        spent = len(reasoning) // _CHARS_PER_TOKEN if reasoning else 0
-        completion = usage.output + spent  # OpenAI counts reasoning inside completion_tokens
-        return {
-            "id": "chatcmpl-standin",
-            "object": "chat.completion",
-            "created": 0,
-            "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-                "prompt_tokens_details": {"cached_tokens": usage.cache_read},
-                "completion_tokens_details": {"reasoning_tokens": spent},
-            },
-        }
-
-
-def _error(kind: str, message: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "code": kind}}
+        return openai_wire.render_completion(model, text, calls, output.usage, reasoning)
 
 
 def _thinking(output: ModelOutput, turn: int) -> str:
@@ -366,44 +314,6 @@ def _thinking(output: ModelOutput, turn: int) -> str:
         names = ", ".join(call.name for call in output.tool_calls)
         return f"Turn {turn}: the next step needs {names}; checking what the last results showed."
     return f"Turn {turn}: the results so far answer the task; writing the answer card."
-
-
-def check_openai_request(messages: list[dict[str, Any]], reasoning: bool) -> None:
-    """Refuse what OpenAI-compatible APIs refuse in a tool loop.
-
-    Every tool message answers a call of the assistant turn before it, every call is answered
-    before the next non-tool message, and (``reasoning``: open-weight reasoning models such as
-    DeepSeek's thinking mode) each assistant turn with tool calls comes back with its
-    ``reasoning_content``.
-
-    Raises:
-        Rejected: With the kind of message those APIs send.
-    """
-    pending: set[str] = set()
-    for index, message in enumerate(messages):
-        role = message.get("role")
-        if role == "tool":
-            if message.get("tool_call_id") not in pending:
-                raise Rejected(
-                    f"Invalid parameter: messages with role 'tool' must be a response to a preceeding "
-                    f"message with 'tool_calls' (messages.[{index}].tool_call_id)."
-                )
-            pending.discard(message["tool_call_id"])
-            continue
-        if pending:
-            raise Rejected(
-                "An assistant message with 'tool_calls' must be followed by tool messages responding to "
-                f"each 'tool_call_id'. The following tool_call_ids did not have response messages: "
-                f"{', '.join(sorted(pending))}"
-            )
-        calls = message.get("tool_calls") or () if role == "assistant" else ()
-        if calls and reasoning and not message.get("reasoning_content"):
-            raise Rejected(
-                f"Missing `reasoning_content` field in the assistant message at message index {index}. "
-                "In thinking mode, the reasoning_content of assistant turns with tool calls must be "
-                "passed back."
-            )
-        pending = {str(c.get("id")) for c in calls}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -507,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(f"--{name}", type=kind)
     parser.add_argument("--reasoning", action="store_true", default=None,
                         help="OpenAI wire: reply with reasoning_content and demand it back in tool loops")  # fmt: skip
+    parser.add_argument("--require-content", action="store_true", default=None,
+                        help="OpenAI wire: fail a message without 'content' as llama-cpp-python does (500)")  # fmt: skip
     parser.add_argument("--play", action="append", default=[], metavar="NAME=MODEL",
                         help="answer requests for model NAME with the offline MODEL (repeatable)")  # fmt: skip
     args = vars(parser.parse_args(argv))
