@@ -68,6 +68,8 @@ def register(subparsers) -> None:
                      help="keep unscored/harness trials in denominators (published leaderboard convention)")  # fmt: skip
     rep.add_argument("--prices", default=None, metavar="FILE",
                      help="price table YAML; given: every trial is re-priced from its tokens")  # fmt: skip
+    rep.add_argument("--screen-eval", default=None, metavar="FILE",
+                     help="screen_eval.json of `apiflow bank screen-eval`: append its section and plot")  # fmt: skip
     rep.add_argument(
         "--json", action="store_true", help="print summary.json to stdout instead of the leaderboard"
     )
@@ -118,7 +120,7 @@ def _report(args: argparse.Namespace) -> int:
     )
     summary, files = build_report(
         args.inputs, Path(args.out), panel=args.panel, models=args.models,
-        count_unscored=args.count_unscored, options=options,
+        count_unscored=args.count_unscored, options=options, screen_eval=args.screen_eval,
     )  # fmt: skip
     if args.json:
         print(json.dumps(summary, indent=2, ensure_ascii=False))

@@ -7,6 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apiflow.analysis.figures import write_figures
+from apiflow.analysis.screen_section import (
+    FIGURE,
+    load_screen_eval,
+    pr_plot,
+    screen_eval_section,
+    screen_summary,
+)
 from apiflow.analysis.sections import build_sections
 from apiflow.analysis.summary import ReportOptions, summarize
 from apiflow.analysis.table import load_table
@@ -32,17 +39,25 @@ def build_report(
     models: Sequence[str] | None = None,
     count_unscored: bool = False,
     options: ReportOptions | None = None,
+    screen_eval: str | Path | None = None,
 ) -> tuple[dict, ReportFiles]:
     """Compute the summary of ``inputs`` and write summary.json, leaderboard.md, report.html and PNGs.
 
+    ``screen_eval``: a ``screen_eval.json`` of ``apiflow bank screen-eval``; its section (table and
+    precision-recall plot, ``apiflow.analysis.screen_section``) is appended and its scores go to
+    ``summary["screen_eval"]``.
+
     Raises:
-        UsageError: unreadable input, unknown panel/model, no trials left.
+        UsageError: unreadable input, unknown panel/model, no trials left, unusable screen_eval file.
     """
+    screen = load_screen_eval(screen_eval) if screen_eval is not None else None
     table = select_rows(load_table(inputs), panel=panel, models=models)
     trials = trials_from_table(table, count_unscored=count_unscored)
     summary = summarize(trials, options or ReportOptions())
     summary["meta"]["inputs"] = [str(i) for i in inputs]
     summary["meta"]["filters"] = {"panel": panel, "models": list(models) if models else None}
+    if screen is not None:
+        summary["screen_eval"] = {"source": str(screen_eval), **screen_summary(screen)}
     out_dir.mkdir(parents=True, exist_ok=True)
     files = ReportFiles(
         summary=out_dir / "summary.json",
@@ -53,6 +68,9 @@ def build_report(
     write_summary(summary, files.summary)
     title = "apiflow report" + (f" — panel {panel}" if panel else "")
     sections = build_sections(summary)
+    if screen is not None:
+        sections.append(screen_eval_section(screen))
+        files.figures[FIGURE] = pr_plot(screen, out_dir / f"{FIGURE}.png")
     files.leaderboard.write_text(render_markdown(sections, title), encoding="utf-8")
     files.html.write_text(render_html(sections, title, files.figures), encoding="utf-8")
     return summary, files

@@ -17,6 +17,7 @@ FIGURE_CAPTIONS = {
     "reach_reliability": "Reach vs reliability per model",
     "cost_pareto": "Cost vs pass rate with the Pareto frontier",
     "world_model_heatmap": "World × model pass rates",
+    "screen_pr": "Precision and recall of the cell screen on planted underspecified chains",
 }
 
 
