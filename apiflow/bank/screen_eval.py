@@ -79,6 +79,10 @@ def panel_models(panel: str) -> list[str]:
     if not models:
         raise UsageError("--panel takes 'calibrated', 'sims' or comma-separated model names")
     for model in models:
+        if "/" not in model:
+            raise UsageError(
+                f"unknown panel {model!r}: --panel takes 'calibrated', 'sims' or offline model names (apiflow/...)"
+            )
         if not model.startswith(
             "apiflow/"
         ):  # checked first: a provider name would load litellm to be refused
@@ -187,11 +191,15 @@ def by_length(cell_passes: dict[str, int], planted: set[str]) -> list[dict[str, 
 
 
 def cell_passes(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """Passes per chain cell over a split's rows (an unscored trial is never a pass)."""
+    """Passes per chain cell over a split's rows.
+
+    Harness faults are left out, as the screen leaves them out: a cell whose trials all ended in a
+    harness fault has no counted trial and is not a cell the screen can flag.
+    """
     out: dict[str, int] = {}
     for r in rows:
-        if "-chain-" in r["task_id"]:
-            out[r["task_id"]] = out.get(r["task_id"], 0) + (r["verdict"] == "C" and not r["harness"])
+        if "-chain-" in r["task_id"] and not r["harness"]:
+            out[r["task_id"]] = out.get(r["task_id"], 0) + (r["verdict"] == "C")
     return out
 
 
@@ -244,40 +252,62 @@ def evaluate(
     for seed in seeds:
         path, planted = build_split(seed, out, worlds, per_world)
         say(f"s{seed}p: {len(planted)} planted cell(s) in {path}")
-        splits.append((seed, path, planted))
-    units = [(seed, str(path), model) for seed, path, _ in splits for model in models]
-    results = []
+        splits.append((seed, planted))
+    units = [(seed, str(out / "banks" / f"s{seed}p"), model) for seed, _ in splits for model in models]
+    rows_by_seed: dict[int, list[dict[str, Any]]] = {seed: [] for seed in seeds}
     for (seed, _, model), rows in zip(units, _play_all(units, epochs, jobs), strict=True):
-        results.append((seed, rows))
+        rows_by_seed[seed].extend(rows)
         say(f"s{seed}p {model}: {len(rows)} trials")
-    scores: list[Score] = []
-    rows_by_seed: dict[int, list[dict[str, Any]]] = {}
-    for seed, rows in results:
-        rows_by_seed.setdefault(seed, []).extend(rows)
-    passes: dict[str, int] = {}
-    planted_ids: set[str] = set()
-    for seed, _, planted in splits:
-        rows = rows_by_seed[seed]
+    for seed, rows in rows_by_seed.items():
         (out / f"trials-s{seed}p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        scores += score_split(rows, planted, seed)
+    meta = {"seeds": seeds, "models": models, "epochs": epochs, "worlds": worlds, "per_world": per_world}
+    record = summarise(meta, dict(splits), rows_by_seed)
+    write_outputs(record, out)
+    return record
+
+
+def panel_fit(models: list[str]) -> str | None:
+    """The content hash of the calibrated panel's pinned fit when the panel plays calibrated models."""
+    if not any(m.startswith(SIM_PREFIX + "calibrated-") for m in models):
+        return None
+    module = importlib.import_module("apiflow.models.calibrated")
+    return str(json.loads(Path(module.PANEL_FILE).read_text())["sha256"])
+
+
+def summarise(
+    meta: dict[str, Any], planted: dict[int, set[str]], rows_by_seed: dict[int, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """The JSON record from every split's trial rows (what ``trials-s<seed>p.jsonl`` holds)."""
+    from apiflow.analysis.screen_section import over_seeds
+
+    scores: list[Score] = []
+    passes: dict[str, int] = {}
+    for seed, rows in rows_by_seed.items():
+        scores += score_split(rows, planted[seed], seed)
         passes |= cell_passes(rows)
-        planted_ids |= planted
-    record = {
-        "seeds": seeds,
-        "models": models,
-        "epochs": epochs,
-        "worlds": worlds,
-        "per_world": per_world,
+    planted_ids = set().union(*planted.values())
+    all_scores = [s.as_dict() for s in scores + pooled(scores)]
+    return {
+        **meta,
+        "panel_fit_sha256": panel_fit(meta["models"]),
         "thresholds": list(THRESHOLDS),
         "trials": sum(len(r) for r in rows_by_seed.values()),
-        "scores": [s.as_dict() for s in scores + pooled(scores)],
+        "harness_trials": sum(r["harness"] for rows in rows_by_seed.values() for r in rows),
+        "scores": all_scores,
+        "over_seeds": over_seeds(all_scores),
         "planted_cells": sorted(planted_ids),
         "cell_passes": passes,
         "by_length": by_length(passes, planted_ids),
     }
-    (out / "screen_eval.json").write_text(json.dumps(record, indent=1) + "\n")
-    from apiflow.bank.screen_report import markdown, pr_plot
 
-    pr_plot(record, out / "screen_pr.png")
-    (out / "screen_eval.md").write_text(markdown(record, "screen_pr.png"))
-    return record
+
+def write_outputs(record: dict[str, Any], out: Path) -> None:
+    """``screen_eval.json``, the report section ``screen_eval.md`` and ``screen_pr.png`` into ``out``."""
+    from apiflow.analysis.screen_section import FIGURE, pr_plot, screen_eval_section
+    from apiflow.analysis.writers import render_markdown
+
+    (out / "screen_eval.json").write_text(json.dumps(record, indent=1) + "\n")
+    pr_plot(record, out / f"{FIGURE}.png")
+    (out / "screen_eval.md").write_text(
+        render_markdown([screen_eval_section(record)], "apiflow bank screen-eval")
+    )

@@ -11,15 +11,17 @@ import pytest
 import yaml
 
 from apiflow.analysis.screen import cells_at_most, screen_cells
+from apiflow.analysis.screen_section import over_seeds, t975, wilson
 from apiflow.analysis.trials import trials_from_table
 from apiflow.bank import load_bank
 from apiflow.bank.generate import V1_SEED, build_bank
 from apiflow.bank.generate.plant import read_side_file
 from apiflow.bank.grounded import GroundedView
-from apiflow.bank.screen_eval import play_model, pooled, score_split
+from apiflow.bank.screen_eval import cell_passes, play_model, pooled, score_split
 from apiflow.cli import main
 
 V1 = Path("bank/v1")
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +122,32 @@ def test_scores_count_flagged_planted_and_hits_per_threshold() -> None:
     ]
 
 
+def test_a_harness_fault_is_neither_a_pass_nor_a_model_failure() -> None:
+    rows = _rows({"x-w01-chain-1to02": 0, "x-w01-chain-1to03": 1})
+    faults = [
+        {"model": "m", "task_id": "x-w01-chain-1to04", "verdict": "", "harness": True},  # only faults
+        {"model": "m", "task_id": "x-w01-chain-1to03", "verdict": "C", "harness": True},
+    ]
+    assert cell_passes(rows + faults) == {"x-w01-chain-1to02": 0, "x-w01-chain-1to03": 1}
+    scores = score_split(rows + faults, {"x-w01-chain-1to04"}, seed=1)
+    assert [(s.threshold, s.flagged, s.hits) for s in scores] == [(0, 1, 0), (1, 2, 0), (3, 2, 0)]
+
+
+def test_intervals_over_seeds_and_pooled() -> None:
+    assert t975(2) == 4.303 and abs(t975(30) - 2.042) < 1e-3 and abs(t975(1000) - 1.962) < 1e-3
+    low, high = wilson(2, 2) or [0, 0]
+    assert round(low, 3) == 0.342 and high == 1.0 and wilson(0, 0) is None
+    scores = [
+        {"seed": seed, "threshold": 0, "precision": p, "recall": r}
+        for seed, p, r in ((1, 0.5, 0.2), (2, None, 0.0), (3, 1.0, 0.4))
+    ]
+    precision, recall = over_seeds(scores)
+    assert precision["splits"] == 2 and precision["mean"] == 0.75 and precision["min"] == 0.5
+    assert precision["ci95"] == [0.0, 1.0]  # 12.706 * 0.354 / 1.414 is wider than [0, 1]
+    assert recall["splits"] == 3 and abs(recall["mean"] - 0.2) < 1e-12
+    assert recall["ci95"] == pytest.approx([0.0, 0.2 + 4.303 * 0.2 / 3**0.5])
+
+
 def test_cli_screen_eval_writes_table_section_and_plot(
     planted: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -148,14 +176,33 @@ def test_cli_screen_eval_writes_table_section_and_plot(
     rows = [json.loads(line) for line in (out / f"trials-s{V1_SEED}p.jsonl").read_text().splitlines()]
     ids = {c["task_id"] for c in read_side_file(planted)["cells"]}
     assert [s.as_dict() for s in score_split(rows, ids, V1_SEED)] == record["scores"][:3]
+    assert record["harness_trials"] == 0 and record["panel_fit_sha256"] is None
     assert "| pooled | <=3 |" in (out / "screen_eval.md").read_text()
     assert (out / "screen_pr.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the report carries the section: apiflow report ... --screen-eval FILE
+    rep = out / "report"
+    args = ["report", str(TRANSCRIPTS), "--out", str(rep), "--bootstrap", "20"]
+    assert main([*args, "--screen-eval", str(out / "screen_eval.json")]) == 0
+    leaderboard = (rep / "leaderboard.md").read_text()
+    assert "## Screen precision and recall" in leaderboard and "| pooled | <=3 |" in leaderboard
+    assert "(screen_pr.png)" in leaderboard and (rep / "screen_pr.png").stat().st_size > 0
+    assert (rep / "report.html").read_text().count("data:image/png;base64,") == 5
+    summary = json.loads((rep / "summary.json").read_text())
+    assert summary["screen_eval"]["scores"] == record["scores"]
+    (out / "broken.json").write_text("{}")
+    assert main([*args, "--screen-eval", str(out / "broken.json")]) == 2
+    assert main([*args, "--screen-eval", str(out / "missing.json")]) == 2
+    err = capsys.readouterr().err
+    assert "not a screen_eval.json" in err and "cannot read" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--seeds", "1,x"], "--seeds takes comma-separated integers"),
+        (["--seeds", "2,2"], "each once"),
+        (["--panel", "calibratd"], "unknown panel 'calibratd'"),
+        (["--epochs", "0"], "--epochs must be between 1 and 20"),
         (["--panel", "openai/gpt-5-mini"], "offline models only"),
         (["--panel", "apiflow/sim:nobody"], "unknown sim profile"),
         (["--per-world", "0"], "--per-world must be between 1 and 10"),
