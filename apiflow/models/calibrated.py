@@ -7,10 +7,10 @@ model is ``apiflow.panel.latent``'s, played out on real trials:
 * whether a task is *stuck* for the model is a property of (model, task), the same in every epoch
   and every run seed: a normal liability summed from a world term and a task term shared by every
   model and a term of the model's own, each drawn by sha256 from the task's content;
-* a stuck trial passes only when lucky; otherwise it misreports the card, abstains, or skips an
-  essential step of one of its subtasks;
+* a stuck trial passes only when lucky; otherwise it misreports the card, abstains, or leaves out
+  the work of one of its subtasks;
 * an unstuck trial draws a focus factor from the trial seed that scales every per-step deviation
-  probability of the trial: each subtask slips (skips an essential step, or abstains) with
+  probability of the trial: each subtask slips (its work is left out, or it abstains) with
   ``slip * focus``, the card is misreported with ``card * focus``.
 
 Every deviation is one the bank's gates prove fatal (an essential step skipped, a wrong card value,
@@ -160,13 +160,23 @@ class _Script:
         self.card: dict[str, Any] | None = None
 
     def slip(self, segment: int, abstain: float) -> bool:
-        """A deviation in ``segment``: an abstention there (returns True: the trial ends) or an
-        essential step of it left out."""
+        """A deviation in ``segment``: an abstention there (returns True: the trial ends) or work
+        left out: one essential step of a solo task, every essential step of a chain's segment.
+
+        A chain is graded on its last segment only, so one step of an earlier segment left out is
+        not always fatal (on bank/v1, 2 of 87 sampled single skips before segment K-1 still
+        passed, which made stuck chains pass twice as often as the fit says). A segment whose
+        work is missing starves every later segment of its output (the gates prove it for
+        segment K-1); tests/panel checks that each such skip fails on the sample bank.
+        """
         steps = _segments(self.task).get(segment) or [0]
         if self.rng.random() < abstain:
             self.abstain_at = steps[0]
             return True
-        self.skip.add(self.rng.choice(steps))
+        if self.task.kind == "chain":
+            self.skip.update(steps)
+        else:
+            self.skip.add(self.rng.choice(steps))
         return False
 
     def turns(self) -> list[Turn]:
