@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -26,9 +27,10 @@ import pyarrow as pa
 
 from apiflow.analysis.panels import ORIGINAL_19
 from apiflow.analysis.trials import select_rows, trials_from_table
+from apiflow.errors import UsageError
 from apiflow.panel.latent import (
     LatentParams,
-    Predicted,
+    ModelStats,
     _nodes,
     per_kind,
     predict,
@@ -37,7 +39,6 @@ from apiflow.panel.latent import (
 )
 from apiflow.panel.search import nelder_mead
 from apiflow.panel.stats import (
-    ModelStats,
     TaskComposition,
     composition,
     model_stats,
@@ -73,7 +74,7 @@ def _params(theta: np.ndarray) -> LatentParams:
     )
 
 
-def _loss(pred: Predicted, target: ModelStats) -> float:
+def _loss(pred: ModelStats, target: ModelStats) -> float:
     lengths = sorted(target.by_length)
     decay = sum((pred.by_length[k] - target.by_length[k]) ** 2 for k in lengths) / max(len(lengths), 1)
     return (
@@ -171,7 +172,7 @@ def _round(value: float) -> float:
     return round(float(value), DIGITS)
 
 
-def _stats_dict(stats: ModelStats | Predicted) -> dict:
+def _stats_dict(stats: ModelStats) -> dict:
     return {
         "solo": _round(stats.solo),
         "longest": _round(stats.by_length[max(stats.by_length)]),
@@ -183,18 +184,29 @@ def _stats_dict(stats: ModelStats | Predicted) -> dict:
     }
 
 
-def fit_panel(table: pa.Table, source_sha256: str, panel: str = ORIGINAL_19) -> dict:
-    """The whole fit as the JSON-ready document ``configs/panels/calibrated-<panel>.json`` holds."""
-    trials = trials_from_table(select_rows(table, panel=panel))
+def fit_panel(
+    table: pa.Table, source_sha256: str, panel: str = ORIGINAL_19, models: Sequence[str] | None = None
+) -> dict:
+    """The whole fit as the JSON-ready document ``configs/panels/calibrated-<panel>.json`` holds.
+
+    ``models`` restricts the fit to some of the panel's models (at least two: the shared stage
+    pairs them); the pinned file is the fit of all of them. The same input gives the same bytes.
+
+    Raises:
+        UsageError: the panel or a model is not in the table, or fewer than two models.
+    """
+    if models is not None and len(set(models)) < 2:
+        raise UsageError("the fit needs at least two models (the shared stage pairs them)")
+    trials = trials_from_table(select_rows(table, panel=panel, models=models))
     comp = composition(trials)
     targets = model_stats(trials)
     names = list(targets)
     params = [fit_model(targets[n], comp) for n in names]
     share = fit_shared(params, shared_failures(trials), comp)
     world_share = fit_world(params, share, world_spread(trials), comp)
-    models = {}
+    fitted = {}
     for name, p in zip(names, params, strict=True):
-        models[name] = {
+        fitted[name] = {
             **{key: _round(value) for key, value in asdict(p).items()},
             "published": _stats_dict(targets[name]),
             "predicted": _stats_dict(predict(p, comp.subtasks, comp.chain, comp.epochs)),
@@ -211,7 +223,7 @@ def fit_panel(table: pa.Table, source_sha256: str, panel: str = ORIGINAL_19) -> 
             "world_spread_published": _round(world_spread(trials)),
             "world_spread_predicted": _round(_world_sd(params, share, world_share, comp)),
         },
-        "models": models,
+        "models": fitted,
     }
     return {**body, "sha256": content_hash(body)}
 

@@ -20,7 +20,7 @@ Expectations over the focus draw use Gauss-Hermite quadrature (deterministic).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from statistics import NormalDist
 
 import numpy as np
@@ -44,8 +44,9 @@ class LatentParams:
 
 
 @dataclass(frozen=True)
-class Predicted:
-    """Predicted statistics of one model on one task composition."""
+class ModelStats:
+    """One model's calibration statistics: observed (``stats.model_stats``, from trials) or
+    predicted (``predict``, in closed form). One class, so a fit and a check compare like with like."""
 
     rate: float
     solo: float
@@ -54,6 +55,18 @@ class Predicted:
     all_of: float
     delivery_share: float
     abstained_share: float
+    trials: int = 0  # counted trials behind an observation (0 for a prediction)
+
+    @property
+    def longest(self) -> float:
+        """Pass rate at the longest chain length (the headline length, 20 on v1 and the published bank)."""
+        return self.by_length[max(self.by_length)] if self.by_length else float("nan")
+
+    def as_dict(self) -> dict:
+        """JSON-ready form (lengths as string keys)."""
+        out = asdict(self)
+        out["by_length"] = {str(k): v for k, v in self.by_length.items()}
+        return out
 
 
 def _nodes(n: int = NODES) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +119,7 @@ def per_kind(p: LatentParams, ks: np.ndarray, epochs: int) -> dict[str, np.ndarr
     }
 
 
-def predict(p: LatentParams, lengths: np.ndarray, chain: np.ndarray, epochs: int = 5) -> Predicted:
+def predict(p: LatentParams, lengths: np.ndarray, chain: np.ndarray, epochs: int = 5) -> ModelStats:
     """Statistics of one model over a task composition (per task: subtask count, ``SOLO`` for a solo).
 
     Rates are task-averaged, which equals the trial-pooled rate when every task has the same
@@ -118,7 +131,7 @@ def predict(p: LatentParams, lengths: np.ndarray, chain: np.ndarray, epochs: int
     }
     fail = 1.0 - per["pass"].mean()
     by_length = {int(k): float(per["pass"][chain & (lengths == k)].mean()) for k in np.unique(lengths[chain])}
-    return Predicted(
+    return ModelStats(
         rate=float(per["pass"].mean()),
         solo=float(per["pass"][~chain].mean()) if (~chain).any() else float("nan"),
         by_length=by_length,

@@ -4,39 +4,14 @@ rates over counted trials, best-of-E / all-E-of-E per task, the failure classes 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from apiflow.analysis import reach
 from apiflow.analysis.failures import failure_classes
 from apiflow.analysis.trials import Trials
-from apiflow.panel.latent import SOLO
-
-
-@dataclass(frozen=True)
-class ModelStats:
-    """One model's calibration statistics."""
-
-    trials: int
-    rate: float
-    solo: float
-    by_length: dict[int, float]
-    best_of: float
-    all_of: float
-    delivery_share: float
-    abstained_share: float
-
-    @property
-    def longest(self) -> float:
-        """Pass rate at the longest chain length (the headline length, 20 on v1 and the published bank)."""
-        return self.by_length[max(self.by_length)] if self.by_length else float("nan")
-
-    def as_dict(self) -> dict:
-        """JSON-ready form (lengths as string keys)."""
-        out = asdict(self)
-        out["by_length"] = {str(k): v for k, v in self.by_length.items()}
-        return out
+from apiflow.panel.latent import SOLO, ModelStats
 
 
 @dataclass(frozen=True)
