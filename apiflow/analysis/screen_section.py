@@ -255,12 +255,15 @@ def pr_plot(record: dict[str, Any], path: Path) -> Path:
             zorder=3,
             label="pooled over splits",
         )
-        for s in pooled:
+        dy, last = 2, None
+        for s in pooled:  # a label next to a close earlier point steps down, so both stay readable
+            near = last is not None and abs(s["recall"] - last[0]) + abs(s["precision"] - last[1]) < 0.08
+            dy, last = (dy - 11 if near else 2), (s["recall"], s["precision"])
             ax.annotate(
                 f"passes {_label(s['threshold'])}",
                 (s["recall"], s["precision"]),
                 textcoords="offset points",
-                xytext=(6, 4),
+                xytext=(8, dy),
                 fontsize=8,
             )
     ax.scatter([], [], s=18, color="0.6", label="one split")
