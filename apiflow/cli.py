@@ -21,6 +21,7 @@ _VERB_MODULES = (
     "apiflow.agent.cli",
     "apiflow.grading.cli",
     "apiflow.analysis.cli",
+    "apiflow.panel.cli",
     "apiflow.gridcli",
     "apiflow.serve.cli",
     "apiflow.viewer.cli",
