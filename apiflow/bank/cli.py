@@ -105,6 +105,8 @@ def _stats(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from apiflow.bank.generate import build_bank
 
+    if args.seed < 0:  # the seed names the split (s<seed>), and a bank name takes no '-'
+        raise UsageError("--seed must be >= 0")
     if args.worlds is not None and not 1 <= args.worlds <= 13:
         raise UsageError("--worlds must be between 1 and 13")
     if args.oracle_model:
@@ -141,6 +143,8 @@ def _screen_eval(args: argparse.Namespace) -> int:
         raise UsageError(f"--seeds takes comma-separated integers (got {args.seeds!r})") from None
     if not seeds or len(set(seeds)) != len(seeds):
         raise UsageError("--seeds needs at least one seed, each once")
+    if min(seeds) < 0:  # a seed names its split (s<seed>p), and a bank name takes no '-'
+        raise UsageError("--seeds must be >= 0")
     if not 1 <= args.epochs <= 20:
         raise UsageError("--epochs must be between 1 and 20")
     if args.worlds is not None and not 1 <= args.worlds <= 13:
@@ -151,6 +155,8 @@ def _screen_eval(args: argparse.Namespace) -> int:
         raise UsageError("--jobs must be between 1 and 64")
     models = panel_models(args.panel)
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a folder")
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     record = evaluate(

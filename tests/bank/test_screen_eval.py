@@ -201,6 +201,7 @@ def test_cli_screen_eval_writes_table_section_and_plot(
     [
         (["--seeds", "1,x"], "--seeds takes comma-separated integers"),
         (["--seeds", "2,2"], "each once"),
+        (["--seeds", "1,-2"], "--seeds must be >= 0"),
         (["--panel", "calibratd"], "unknown panel 'calibratd'"),
         (["--epochs", "0"], "--epochs must be between 1 and 20"),
         (["--panel", "openai/gpt-5-mini"], "offline models only"),
@@ -214,3 +215,13 @@ def test_cli_refuses_bad_input_in_one_line(
     assert main(["bank", "screen-eval", "--out", str(tmp_path), *args]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_negative_seed_and_a_file_as_out_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "afile").write_text("")
+    assert main(["bank", "build", "--seed", "-3", "--out", str(tmp_path / "b")]) == 2
+    assert main(["bank", "screen-eval", "--out", str(tmp_path / "afile")]) == 2
+    err = capsys.readouterr().err
+    assert "--seed must be >= 0" in err and "is a file, not a folder" in err and "Traceback" not in err
