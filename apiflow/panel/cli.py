@@ -39,6 +39,12 @@ def register(subparsers: Any) -> None:
     fit.add_argument("--out", required=True, help="the parameter file to write (JSON)")
     fit.add_argument("--panel", default=ORIGINAL_19, help=f"published panel (default {ORIGINAL_19})")
     fit.add_argument("--models", default=None, help="fit only these published slugs (a,b: a cut-down fit)")
+    fit.add_argument(
+        "--iterations",
+        type=int,
+        default=None,
+        help="stage-1 search budget (default 1500; less: a cut-down fit)",
+    )
     fit.set_defaults(func=_fit)
 
     check = verbs.add_parser("check", help="play the calibrated panel on a bank: published vs simulated")
@@ -62,6 +68,8 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 
 def _read_published(path: str) -> pa.Table:
+    if not Path(path).is_file():
+        raise UsageError(f"published table {path} does not exist")
     try:
         return pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
@@ -78,11 +86,17 @@ def _slugs(text: str | None) -> list[str] | None:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from apiflow.panel.fit import dump, file_sha256, fit_panel
+    from apiflow.panel.fit import ITERATIONS, dump, file_sha256, fit_panel
 
     table = _read_published(args.published)
     start = time.monotonic()
-    document = fit_panel(table, file_sha256(Path(args.published)), args.panel, _slugs(args.models))
+    document = fit_panel(
+        table,
+        file_sha256(Path(args.published)),
+        args.panel,
+        _slugs(args.models),
+        ITERATIONS if args.iterations is None else args.iterations,
+    )
     out = Path(args.out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -96,19 +110,13 @@ def _fit(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from apiflow.bank import load_bank
     from apiflow.models.calibrated import CALIBRATED_PANEL, load_profiles
     from apiflow.panel import check
-    from apiflow.panel.play import label, play_panel
+    from apiflow.panel.play import bank_at, label, play_panel
     from apiflow.panel.stats import composition
 
     if args.epochs < 1 or args.jobs < 1:
         raise UsageError("--epochs and --jobs must be at least 1")
-    worlds = len(load_bank(args.bank).worlds)
-    if worlds < check.MIN_WORLDS:
-        raise UsageError(
-            f"bank {args.bank} has {worlds} world(s); the check's tolerances need at least {check.MIN_WORLDS}"
-        )
     profiles = load_profiles()
     slugs = _slugs(args.models)
     unknown = [s for s in slugs or () if s not in profiles]
@@ -120,6 +128,11 @@ def _check(args: argparse.Namespace) -> int:
     published = trials_from_table(
         select_rows(_read_published(args.published), panel=ORIGINAL_19, models=[label(m) for m in models])
     )
+    worlds = len(bank_at(args.bank).worlds)
+    if worlds < check.MIN_WORLDS:
+        raise UsageError(
+            f"bank {args.bank} has {worlds} world(s); the check's tolerances need at least {check.MIN_WORLDS}"
+        )
     start = time.monotonic()
     rows = play_panel(args.bank, models, args.epochs, args.seed, args.jobs, log=_log)
     simulated = trials_from_table(rows)

@@ -88,8 +88,13 @@ def _loss(pred: ModelStats, target: ModelStats) -> float:
     )
 
 
-def fit_model(target: ModelStats, comp: TaskComposition) -> LatentParams:
-    """Stage 1: one model's parameters."""
+ITERATIONS = 1500
+"""Nelder-Mead budget of stage 1 (its restart gets 8/15 of it); the pinned file uses this."""
+
+
+def fit_model(target: ModelStats, comp: TaskComposition, iterations: int = ITERATIONS) -> LatentParams:
+    """Stage 1: one model's parameters (``iterations`` below the default: a cut-down, still
+    deterministic fit, for tests)."""
 
     def loss(theta: np.ndarray) -> float:
         if np.any(np.abs(theta) > 15):  # keep the search in a sane box
@@ -97,8 +102,9 @@ def fit_model(target: ModelStats, comp: TaskComposition) -> LatentParams:
         pred = predict(_params(theta), comp.subtasks, comp.chain, comp.epochs)
         return _loss(pred, target) + RIDGE * float(((theta - _START) ** 2).sum())
 
-    best = nelder_mead(loss, _START, step=1.0, iterations=1500)
-    best = nelder_mead(loss, best, step=0.3, iterations=800)  # restart: escapes a collapsed simplex
+    best = nelder_mead(loss, _START, step=1.0, iterations=iterations)
+    # restart: escapes a collapsed simplex
+    best = nelder_mead(loss, best, step=0.3, iterations=iterations * 8 // 15)
     return _params(best)
 
 
@@ -185,23 +191,30 @@ def _stats_dict(stats: ModelStats) -> dict:
 
 
 def fit_panel(
-    table: pa.Table, source_sha256: str, panel: str = ORIGINAL_19, models: Sequence[str] | None = None
+    table: pa.Table,
+    source_sha256: str,
+    panel: str = ORIGINAL_19,
+    models: Sequence[str] | None = None,
+    iterations: int = ITERATIONS,
 ) -> dict:
     """The whole fit as the JSON-ready document ``configs/panels/calibrated-<panel>.json`` holds.
 
     ``models`` restricts the fit to some of the panel's models (at least two: the shared stage
-    pairs them); the pinned file is the fit of all of them. The same input gives the same bytes.
+    pairs them) and ``iterations`` cuts stage 1's budget; a cut-down document says so in its
+    ``cut_down`` entry. The pinned file is the full fit. The same input gives the same bytes.
 
     Raises:
         UsageError: the panel or a model is not in the table, or fewer than two models.
     """
     if models is not None and len(set(models)) < 2:
         raise UsageError("the fit needs at least two models (the shared stage pairs them)")
+    if iterations < 1:
+        raise UsageError("--iterations must be at least 1")
     trials = trials_from_table(select_rows(table, panel=panel, models=models))
     comp = composition(trials)
     targets = model_stats(trials)
     names = list(targets)
-    params = [fit_model(targets[n], comp) for n in names]
+    params = [fit_model(targets[n], comp, iterations) for n in names]
     share = fit_shared(params, shared_failures(trials), comp)
     world_share = fit_world(params, share, world_spread(trials), comp)
     fitted = {}
@@ -225,6 +238,8 @@ def fit_panel(
         },
         "models": fitted,
     }
+    if models is not None or iterations != ITERATIONS:
+        body["cut_down"] = {"models": sorted(names), "iterations": iterations}
     return {**body, "sha256": content_hash(body)}
 
 

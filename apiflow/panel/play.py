@@ -50,13 +50,14 @@ def label(model: str) -> str:
 
 
 @cache
-def _bank(path: str) -> Bank:
+def bank_at(path: str) -> Bank:
+    """The bank at ``path``, loaded (and verified) once per process."""
     return load_bank(path)
 
 
 def play_model(bank_path: str, model: str, epochs: int, seed: int = 0) -> list[dict[str, Any]]:
     """Every task of the bank x ``epochs`` trials of one offline model: one row per trial."""
-    bank = _bank(bank_path)
+    bank = bank_at(bank_path)
     tasks = list(bank.tasks.values())
     slug, name = model_slug(model), label(model)
 
@@ -103,7 +104,7 @@ def play_panel(
         if not model.startswith("apiflow/"):  # checked first: a provider name would load litellm
             raise UsageError(f"a panel check plays offline models only, not {model!r}")
         check_model_name(model)
-    _bank(str(bank_path))  # a bad bank fails here, once, not in every worker
+    bank_at(str(bank_path))  # a bad bank fails here, once, not in every worker
     start = time.monotonic()
     parts: list[list[dict[str, Any]]] = []
 
