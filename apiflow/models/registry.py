@@ -15,7 +15,7 @@ from apiflow.errors import UsageError
 from apiflow.models.adversarial import ADV_PREFIX, ADVERSARIES, ADVERSARY_MODELS, adversary_model
 from apiflow.models.base import ModelClient
 from apiflow.models.offline import blank_model, oracle_model
-from apiflow.models.plugins import check_plugin_name, is_plugin, make_plugin_model, plugin_prices
+from apiflow.models.plugins import FREE, check_plugin_name, is_plugin, make_plugin_model, plugin_prices
 from apiflow.models.sim import PROFILES, is_sim_profile, sim_model, sim_profile_names
 from apiflow.results.prices import Prices, PriceTable
 
@@ -50,11 +50,24 @@ def model_slug(name: str) -> str:
 
 def model_prices(table: PriceTable, slug: str, name: str) -> Prices | None:
     """A model's prices: the table's entry for its slug, else for its name (litellm ids are table
-    aliases), else a plug-in's own (declared, or free); None when there are none."""
+    aliases), else a plug-in's own (declared, or free), else free for an external agent (its
+    spend is not ours to see); None when there are none (``price_source`` says which applied)."""
     for key in (slug, name):
         if table.has(key):
             return table.price(key)
+    if name.startswith(EXTERNAL_PREFIX):
+        return FREE
     return plugin_prices(name) if is_plugin(name) else None
+
+
+def price_source(table: PriceTable, slug: str, name: str) -> str:
+    """Where ``model_prices`` takes a model's prices from, as a row's ``price_table`` column says it:
+    the table's version, else ``"<version>: none for <name>, <free|declared> by default"``."""
+    if table.has(slug) or table.has(name):
+        return table.version
+    if is_plugin(name) and not name.startswith(EXTERNAL_PREFIX) and plugin_prices(name) != FREE:
+        return f"{table.version}: none for {name}, declared by its plug-in"
+    return f"{table.version}: none for {name}, free by default"
 
 
 def check_model_name(name: str) -> None:
