@@ -34,6 +34,7 @@ from apiflow.agent.trial import run_trial
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import GenerateConfig, check_model_name, make_model, model_prices, model_slug
+from apiflow.models.registry import price_source
 from apiflow.results.prices import DEFAULT_PRICE_TABLE, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
 from apiflow.results.rows import record_to_row, rows_to_table
@@ -108,6 +109,7 @@ def run_trials(
         for name in names:
             slug = model_slug(name)
             price = model_prices(table, slug, name)
+            source = price_source(table, slug, name) if price is not None else table.version
             run_id = run_id_for(loaded.hash, slug, [t.id for t in chosen], epochs, seed)
             for epoch in range(1, epochs + 1):
                 for task in chosen:
@@ -118,7 +120,7 @@ def run_trials(
                     )  # fmt: skip
                     if price is not None:
                         record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, price)
-                    rows.append(record_to_row(record, panel=NOTEBOOK_PANEL, price_table=table.version))
+                    rows.append(record_to_row(record, panel=NOTEBOOK_PANEL, price_table=source))
                     if records is not None:
                         records.append(record)
         return rows
