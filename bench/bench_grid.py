@@ -1,6 +1,6 @@
 """Grid-runner benchmarks (issue 4). One command; ``--parts`` picks what to run (default: all).
 
-    .venv/bin/python bench/bench_grid.py [--parts a,b,c,d] [--work DIR]
+    .venv/bin/python bench/bench_grid.py [--parts a,b,c,d,e] [--work DIR] [--epochs 5] [--batch 64]
 
 a  Demo grid (offline models, sample bank) on a private 2-CPU Ray vs the same trials run in one
    process without Ray (same TrialRunner, same store writes). Reports trials/s of the trial phase
@@ -11,9 +11,15 @@ b  Stand-in provider (real HTTP, real litellm, the gate actor and retry layer) w
    requests, steady state) and the share of calls answered 429. Targets: >= 95 %, < 1 %.
 c  Peak driver memory (ru_maxrss of a fresh driver process) for a planned grid of 44,365 trials vs
    one of 4,437: import Ray, plan, list the store, build the work queue. Target < 500 MB, flat.
-d  The full-size offline grid (``--row-format parquet|arrow|both``, default parquet): 19 offline model slugs x 467 task slots (sample-bank tasks cycled with
-   new seeds) x 5 epochs = 44,365 trials, end to end (``python -m cluster.driver``: Ray start, grading,
-   one stored row + transcript per trial). Target <= 120 s wall on this 2-core machine.
+d  The full-size offline grid (issue 11 §2): the 19 calibrated sims ``apiflow/sim:calibrated-<slug>``
+   x the 467 ``bank/v1`` tasks x 5 epochs = 44,365 trials, end to end (``python -m cluster.driver``:
+   Ray start, grading, rows in batch objects + one transcript per trial). Target <= 40 s wall, Ray
+   start-up reported apart. Baseline in the same run: every 20th trial of the same plan run in this
+   process without Ray (same TrialRunner, same store): ideal trial phase = trials x in-process
+   seconds per trial / cores; the ratio says what the grid adds on top of the trials themselves.
+e  The store's own cost per trial, per-trial layout (one-row Parquet + transcript, today's layout for
+   provider trials and the only one before batches) against batched rows (one object per 64
+   trials + transcripts), over the same 1,000 played bank/v1 trials: CPU ms per trial, ratio.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -160,35 +167,121 @@ def part_c(work: Path) -> None:
         print(f"    {int(trials):6d} planned trials: peak RSS {float(rss):6.1f} MB")
 
 
-def part_d(work: Path, row_format: str = "parquet") -> None:
-    out = work / f"d-{row_format}"
-    grid_file = work / f"full-grid-{row_format}.yaml"
-    grid_file.write_text(yaml.safe_dump({**_full_grid(str(out)), "row_format": row_format}))
+def _calibrated_grid(out: str, epochs: int = 5, batch: int = 64) -> dict:
+    from apiflow.models.calibrated import CALIBRATED_PANEL
+
+    models = [{"model": m} for m in CALIBRATED_PANEL]
+    return _grid(out, bank=str(ROOT / "bank/v1"), models=models, epochs=epochs, concurrency={"batch": batch})
+
+
+def _inprocess(spec_data: dict, trials: list, batch: bool = True) -> tuple[float, float]:
+    """``(cpu s, wall s)`` of running ``trials`` in this process (after a warm-up on other trials)."""
+    from cluster.driver import absolute_paths
+    from cluster.spec import GridSpec
+    from cluster.worker import TrialRunner
+
+    spec = absolute_paths(GridSpec.model_validate(spec_data))
+    runner = TrialRunner(spec, "bench")
+    cpu, wall = time.process_time(), time.perf_counter()
+    asyncio.run(runner.run_batch(trials))
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def part_d(work: Path, epochs: int = 5, batch: int = 64) -> None:
+    from cluster.driver import absolute_paths
+    from cluster.plan import plan_grid
+    from cluster.spec import GridSpec
+    from cluster.worker import load_checked_bank
+
+    out = work / "d-grid"
+    grid = _calibrated_grid(str(out), epochs, batch)
+    plan = plan_grid(
+        absolute_paths(GridSpec.model_validate(grid)), load_checked_bank(GridSpec.model_validate(grid))
+    )
+    sample = plan[::20]
+    _inprocess(_calibrated_grid(str(work / "d-warm"), epochs, batch), plan[1::97][:200])  # imports, caches
+    cpu_s, inproc_s = _inprocess(_calibrated_grid(str(work / "d-inproc"), epochs, batch), sample)
+    per_trial = inproc_s / len(sample)
+    grid_file = work / "full-grid.yaml"
+    grid_file.write_text(yaml.safe_dump(grid))
+    load_before = _load()
     began = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "cluster.driver", str(grid_file), "--no-progress"],
                           capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     wall = time.perf_counter() - began
-    print(f"(d) full-size offline grid 19 x 467 x 5, {row_format} rows, python -m cluster.driver end to end, "
-          f"load avg {_load()}")  # fmt: skip
+    print(f"(d) full offline grid: 19 calibrated sims x {len(plan) // (19 * epochs)} bank/v1 tasks x {epochs} epochs "
+          f"= {len(plan)} trials, batch {batch}; load avg before {load_before}, after {_load()}")  # fmt: skip
     for line in done.stdout.splitlines():
         print(f"    {line.strip()}")
     if done.returncode != 0:
         print(done.stderr[-2000:])
     from apiflow.results.store import ResultStore
 
-    stored = len(ResultStore(str(out)).done_ids())
+    store = ResultStore(str(out))
+    ids = store.row_ids()
+    phases = dict(re.findall(r"(\w+) ([\d.]+)s", done.stdout.split("time:", 1)[-1].split(";")[0]))
+    trials_s = float(phases.get("trials", "nan"))
+    cores = os.cpu_count() or 2
+    ideal = len(plan) * per_trial / cores
+    print(f"    baseline: {len(sample)} of these trials in one process, no Ray: {per_trial * 1000:.2f} ms/trial wall, "
+          f"{cpu_s / len(sample) * 1000:.2f} ms/trial CPU")  # fmt: skip
+    print(f"    wall {wall:.1f} s end to end (target <= 40 s), of which Ray start {phases.get('ray_start', '?')} s, "
+          f"actors {phases.get('actors', '?')} s, trial phase {trials_s:.1f} s; {len(plan) / wall:.0f} trials/s")  # fmt: skip
+    print(f"    rows stored {len(set(ids))} distinct / {len(ids)} physical (planned {len(plan)}); "
+          f"row objects {sum(1 for _ in store._list('rows', ('.parquet', '.arrow')))}")  # fmt: skip
+    print(f"    trial phase / ideal ({len(plan)} x in-process s/trial / {cores} cores = {ideal:.1f} s): "
+          f"{trials_s / ideal:.2f}")  # fmt: skip
+
+
+def part_e(work: Path) -> None:
+    from apiflow.results.store import ResultStore
+    from cluster.driver import absolute_paths
+    from cluster.plan import plan_grid
+    from cluster.spec import GridSpec
+    from cluster.worker import TrialRunner, load_checked_bank
+
+    spec = absolute_paths(GridSpec.model_validate(_calibrated_grid(str(work / "e-play"), epochs=1)))
+    plan = plan_grid(spec, load_checked_bank(spec))[:1000]
+    runner = TrialRunner(spec, "bench")
+
+    async def play() -> list:
+        return [await runner._play(p) for p in plan]
+
+    played = asyncio.run(play())
+    rounds = []
+    for round_ in range(3):
+        single = ResultStore(str(work / f"e-single-{round_}"))
+        batched = ResultStore(str(work / f"e-batched-{round_}"))
+        began = time.process_time()
+        for record, row in played:
+            single.put_trial(record, row)
+        single_s = time.process_time() - began
+        began = time.process_time()
+        for start in range(0, len(played), 64):
+            chunk = played[start : start + 64]
+            batched.put_batch([r.apiflow.trial_id for r, _ in chunk], chunk)
+        rounds.append((single_s, time.process_time() - began))
+    single_s, batched_s = sorted(rounds)[1]  # the median round (sorted by the per-trial figure)
+    n = len(played)
     print(
-        f"    wall {wall:.1f} s (target <= 120 s); rows stored {stored}; {stored / wall:.0f} trials/s end to end"
+        f"(e) store cost per trial over {n} played bank/v1 trials (CPU, median of 3 rounds), load avg {_load()}"
     )
+    print(f"    per-trial layout (one-row Parquet + transcript): {single_s / n * 1000:.3f} ms/trial")
+    print(f"    batched rows (64 per object) + transcripts     : {batched_s / n * 1000:.3f} ms/trial")
+    print(f"    ratio per-trial / batched: {single_s / batched_s:.1f}x "
+          f"(spread per-trial {min(r[0] for r in rounds) / n * 1000:.3f}-{max(r[0] for r in rounds) / n * 1000:.3f} ms)")  # fmt: skip
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="a,b,c,d")
+    parser.add_argument("--parts", default="a,b,c,d,e")
     parser.add_argument("--work", help="scratch folder (default: a fresh temp dir, removed after)")
     parser.add_argument("--rpm", type=float, default=600.0)
     parser.add_argument("--tpm", type=float, default=3_000_000.0)
-    parser.add_argument("--row-format", default="parquet", help="part d: parquet, arrow or both")
+    parser.add_argument("--epochs", type=int, default=5, help="part d: epochs (5 = the 44,365-trial grid)")
+    parser.add_argument(
+        "--batch", type=int, default=64, help="part d: trials per actor call and per row object"
+    )
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-grid-"))
@@ -201,9 +294,10 @@ def main() -> int:
             part_a(work)
         if "b" in parts:
             part_b(work, args.rpm, args.tpm)
+        if "e" in parts:
+            part_e(work)
         if "d" in parts:
-            for row_format in ("parquet", "arrow") if args.row_format == "both" else (args.row_format,):
-                part_d(work, row_format)
+            part_d(work, args.epochs, args.batch)
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)

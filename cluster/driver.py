@@ -10,12 +10,9 @@ interrupted grid completes it with no duplicate and no lost trial.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import resource
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import zlib
@@ -28,15 +25,14 @@ from apiflow.gridcli import add_run_flags
 from apiflow.results.prices import load_price_table
 from apiflow.results.store import ResultStore
 from cluster.budget import SpendOnRecord, checkpoint, spend_on_record, worst_case_usd
+from cluster.dispatch import Dispatcher
 from cluster.manifest import attempt_info, build_manifest, grid_id
 from cluster.plan import PlannedTrial, plan_grid, remaining
 from cluster.progress import GridProgress, Tally
 from cluster.report import GridSummary, estimate_cost, print_estimate
+from cluster.session import Ray
 from cluster.spec import GridSpec, load_grid
 from cluster.worker import DEFAULT_MAX_TOKENS, TrialOutcome, load_checked_bank, price_for
-
-MAX_REQUEUES = 5
-"""A trial whose actor died this many times is left for the next resume (a poison trial must not loop)."""
 
 STALL_S = 180.0
 """With trials queued, no call in flight and no live actor for this long, the run ends (incomplete,
@@ -56,151 +52,6 @@ def absolute_paths(spec: GridSpec, base: Path | None = None) -> GridSpec:
         return str((base / value).resolve())
 
     return spec.with_overrides(bank=fix(spec.bank), price_table=fix(spec.price_table), out=fix(spec.out))
-
-
-class Ray:
-    """Connect to a cluster, or start (and later stop) a private local one.
-
-    ``APIFLOW_RAY_TEMP_DIR`` names the private Ray's temp dir (tests use it to find and stop
-    exactly the processes they started); by default a fresh ``/tmp/apiflow-ray-*``.
-    """
-
-    def __init__(self, address: str | None) -> None:
-        import ray
-
-        self.ray = ray
-        self.started_here = False
-        self.temp_dir: str | None = None
-        if ray.is_initialized():
-            return  # the caller (a test, a notebook) already holds a Ray session
-        if address is None and not os.environ.get("RAY_ADDRESS"):
-            temp_dir = os.environ.get("APIFLOW_RAY_TEMP_DIR") or tempfile.mkdtemp(prefix="apiflow-ray-")
-            self.temp_dir = None if os.environ.get("APIFLOW_RAY_TEMP_DIR") else temp_dir
-            ray.init(
-                num_cpus=os.cpu_count() or 2,
-                include_dashboard=False,
-                _temp_dir=temp_dir,
-                # Loopback only: by default Ray binds the machine's interface address.
-                _node_ip_address="127.0.0.1",
-                logging_level=logging.ERROR,
-                log_to_driver=False,
-            )
-            self.started_here = True
-        else:
-            ray.init(address=address or os.environ.get("RAY_ADDRESS"), logging_level=logging.ERROR)
-
-    def cpus(self) -> int:
-        return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
-
-    def close(self) -> None:
-        if self.started_here:
-            self.ray.shutdown()
-            if self.temp_dir:  # ours alone: logs of a private local Ray are not kept
-                shutil.rmtree(self.temp_dir, ignore_errors=True)
-
-
-class Dispatcher:
-    """Keeps a bounded window of actor calls in flight and re-queues the batches of dead actors."""
-
-    def __init__(
-        self, ray: Any, actors: list[Any], spec: GridSpec, calls_per_actor: int, window: int
-    ) -> None:
-        self.ray = ray
-        self.actors = actors
-        self.spec = spec
-        self.calls_per_actor = calls_per_actor
-        self.window = window
-        self.in_flight: dict[Any, tuple[int, list[PlannedTrial]]] = {}
-        self.per_actor = [0] * len(actors)
-        self.requeues: dict[str, int] = {}
-        self.abandoned: list[str] = []
-        # An actor whose call died is restarting (max_restarts=-1), perhaps on another node, perhaps
-        # never (no room left after a node loss): send it nothing until a ping comes back.
-        self.live = [True] * len(actors)
-        self.probes: dict[Any, int] = {}
-
-    def _batch(self, queue: deque[PlannedTrial]) -> list[PlannedTrial]:
-        # Offline trials take milliseconds: batch them so Ray's per-call cost stays small.
-        # Provider trials take minutes: one per call, the actor runs many calls at once.
-        if not self.spec.models[queue[0].model_index].offline:
-            return [queue.popleft()]
-        batch: list[PlannedTrial] = []
-        while (
-            queue
-            and len(batch) < self.spec.concurrency.batch
-            and self.spec.models[queue[0].model_index].offline
-        ):
-            batch.append(queue.popleft())
-        return batch
-
-    def submit(self, queue: deque[PlannedTrial]) -> bool:
-        """Send one batch to the least busy actor; False when the window or every actor is full."""
-        if not queue or len(self.in_flight) >= self.window:
-            return False
-        live = [i for i in range(len(self.actors)) if self.live[i]]
-        if not live:
-            return False
-        index = min(live, key=self.per_actor.__getitem__)
-        if self.per_actor[index] >= self.calls_per_actor:
-            return False
-        batch = self._batch(queue)
-        self.in_flight[self.actors[index].run_batch.remote(batch)] = (index, batch)
-        self.per_actor[index] += 1
-        return True
-
-    def collect(self, queue: deque[PlannedTrial], timeout_s: float = 0.5) -> tuple[list[TrialOutcome], int]:
-        """Outcomes of finished calls, and how many trials went back on the queue."""
-        from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
-
-        refs = list(self.in_flight) + list(self.probes)
-        if not refs:
-            time.sleep(timeout_s)
-            return [], 0
-        ready, _ = self.ray.wait(refs, num_returns=1, timeout=timeout_s)
-        if ready:
-            ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
-        outcomes: list[TrialOutcome] = []
-        requeued = 0
-        for ref in ready:
-            if ref in self.probes:
-                self._probed(ref)
-                continue
-            index, batch = self.in_flight.pop(ref)
-            self.per_actor[index] -= 1
-            try:
-                outcomes.extend(self.ray.get(ref))
-            except (RayActorError, ActorDiedError, ActorUnavailableError):
-                self._lost(index)
-                for planned in reversed(batch):  # back to the front: finish what was started first
-                    count = self.requeues[planned.trial_id] = self.requeues.get(planned.trial_id, 0) + 1
-                    if count > MAX_REQUEUES:
-                        self.abandoned.append(planned.trial_id)
-                        continue
-                    queue.appendleft(planned)
-                    requeued += 1
-        return outcomes, requeued
-
-    def _lost(self, index: int) -> None:
-        if self.live[index]:
-            self.live[index] = False
-            self.probes[self.actors[index].ping.remote()] = index
-
-    def _probed(self, ref: Any) -> None:
-        from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
-
-        index = self.probes.pop(ref)
-        try:
-            self.ray.get(ref)
-        except (RayActorError, ActorDiedError, ActorUnavailableError):
-            time.sleep(0.2)  # still restarting (or gone for good): ask again, never hot-loop
-            self.probes[self.actors[index].ping.remote()] = index
-            return
-        self.live[index] = True
-
-    @property
-    def any_live(self) -> bool:
-        """True while at least one actor can take work."""
-        return any(self.live)
 
 
 def _tally(tally: Tally, outcome: TrialOutcome, summary: GridSummary) -> None:
@@ -389,7 +240,7 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
     began = time.monotonic()
     calls = 2 if all(m.offline for m in spec.models) else spec.concurrency.trials_per_actor
     window = spec.concurrency.window or 2 * len(actors) * calls
-    dispatcher = Dispatcher(ray, actors, spec, calls, window)
+    dispatcher = Dispatcher(ray, actors, spec, calls, window, ResultStore(spec.out, spec.storage_options))
     for ref, index in pings.items():
         if ref not in ready:
             dispatcher.live[index] = False

@@ -9,11 +9,13 @@ worker stamps the planned id on the record it stores.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from apiflow.agent import TrialLimits, trial_id_for
+from apiflow.agent import TrialLimits
 from apiflow.agent.ids import agent_version
 from apiflow.bank import Bank, Task
 from apiflow.tools import tool_schema_hash
@@ -78,10 +80,12 @@ def plan_grid(spec: GridSpec, bank: Bank) -> list[PlannedTrial]:
     """Every trial of the grid, in run order (see ``run_order``)."""
     version = agent_version(trial_limits(spec))
     schema_hash = tool_schema_hash()
-    routes = [model_route(m) for m in spec.models]
+    ids = TrialIds(bank.hash, version, schema_hash)
+    models = [(ids.encoded(m.slug), ids.encoded(model_route(m))) for m in spec.models]
+    slots = [(task, seed, ids.encoded(task.id), str(seed)) for task, seed in task_slots(spec, bank)]
     trials = [
         PlannedTrial(
-            trial_id=trial_id_for(bank.hash, task.id, m.slug, routes[mi], epoch, seed, version, schema_hash),
+            trial_id=ids.trial_id(task_json, slug_json, route_json, epoch, seed_json),
             model_index=mi,
             task_id=task.id,
             world=task.world,
@@ -89,10 +93,33 @@ def plan_grid(spec: GridSpec, bank: Bank) -> list[PlannedTrial]:
             seed=seed,
         )
         for epoch in range(1, spec.epochs + 1)
-        for task, seed in task_slots(spec, bank)
-        for mi, m in enumerate(spec.models)
+        for task, seed, task_json, seed_json in slots
+        for mi, (slug_json, route_json) in enumerate(models)
     ]
     return run_order(trials, spec.seed)
+
+
+class TrialIds:
+    """``trial_id_for`` for many trials of one grid, byte for byte, without a ``json.dumps`` per trial.
+
+    ``trial_id_for`` hashes the compact JSON array of its arguments (all strings and ints). Each
+    string's JSON is computed once per grid here and the array is joined by hand; that is 90 % of
+    planning's time at 443,650 trials (issue 11 §5). A test compares it with ``trial_id_for``.
+    """
+
+    def __init__(self, bank_hash: str, agent: str, tool_schema_hash: str) -> None:
+        self.head = f"[{self.encoded('trial')},{self.encoded(bank_hash)},"
+        self.tail = f",{self.encoded(agent)},{self.encoded(tool_schema_hash)}]"
+
+    @staticmethod
+    def encoded(text: str) -> str:
+        """A string as ``json.dumps`` writes it."""
+        return json.dumps(text)
+
+    def trial_id(self, task_json: str, slug_json: str, route_json: str, epoch: int, seed_json: str) -> str:
+        """The id of one trial from its pre-encoded parts (``encoded(...)``; the seed as ``str(seed)``)."""
+        text = f"{self.head}{task_json},{slug_json},{route_json},{epoch},{seed_json}{self.tail}"
+        return hashlib.sha256(text.encode()).hexdigest()
 
 
 def run_order(trials: Iterable[PlannedTrial], seed: int) -> list[PlannedTrial]:

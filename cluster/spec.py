@@ -103,7 +103,8 @@ class Concurrency(BaseModel):
     Attributes:
         actors: Trial-worker actors (default: one per CPU of the cluster).
         trials_per_actor: Trials an actor runs concurrently (LLM trials are I/O bound).
-        batch: Trials per actor call for offline models (keeps Ray overhead a small share).
+        batch: Trials per actor call for offline models (keeps Ray overhead a small share); also
+            the storage batch: their rows are committed as one object per call (042).
         window: In-flight actor calls the driver keeps (default 2 × actors × calls per actor).
     """
 
@@ -111,7 +112,7 @@ class Concurrency(BaseModel):
 
     actors: int | None = Field(default=None, ge=1)
     trials_per_actor: int = Field(default=16, ge=1)
-    batch: int = Field(default=16, ge=1)
+    batch: int = Field(default=64, ge=1)
     window: int | None = Field(default=None, ge=1)
 
 

@@ -21,6 +21,7 @@ from apiflow.models import GenerateConfig, make_model, model_prices, uses_litell
 from apiflow.models.plugins import FREE, BrokenModel
 from apiflow.models.retry import RetryPolicy, retry_hook
 from apiflow.results.prices import Prices, PriceTable, cost_usd, load_price_table
+from apiflow.results.record import TrialRecord
 from apiflow.results.rows import record_to_row
 from apiflow.results.store import ResultStore
 from cluster.budget import BudgetedModel
@@ -119,12 +120,17 @@ class TrialRunner:
         return model
 
     async def run_one(self, planned: PlannedTrial) -> TrialOutcome:
-        """Run, grade, price and store one trial (skipped if already stored)."""
+        """Run, grade, price and store one trial alone (skipped if already stored)."""
         grid_model = self.spec.models[planned.model_index]
         if await self._call_store(self.store.is_done, grid_model.slug, planned.trial_id):
-            return TrialOutcome(
-                planned.trial_id, planned.model_index, False, None, False, "already_stored", 0.0, 0
-            )
+            return already_stored(planned)
+        record, row = await self._play(planned)
+        stored = await self._call_store(self.store.put_trial, record, row)
+        return _outcome(planned, record, stored)
+
+    async def _play(self, planned: PlannedTrial) -> tuple[TrialRecord, dict[str, Any]]:
+        """Run, grade and price one trial; its record and flat row (nothing stored)."""
+        grid_model = self.spec.models[planned.model_index]
         task = self.bank.task(planned.task_id)
         async with self.slots:
             record = await run_trial(
@@ -143,19 +149,26 @@ class TrialRunner:
         block = record.apiflow
         block.trial_id = planned.trial_id  # the planner's id is the storage key (it also covers params)
         block.cost_usd = cost_usd(block.tokens, self.model_prices[planned.model_index])
-        row = record_to_row(record, panel=self.spec.name, price_table=self.prices.version)
-        stored = await self._call_store(self.store.put_trial, record, row)
-        return TrialOutcome(
-            trial_id=planned.trial_id,
-            model_index=planned.model_index,
-            stored=stored,
-            passed=record.passed,
-            harness=record.is_harness_outcome,
-            termination=str(block.termination),
-            cost_usd=block.cost_usd,
-            retries=len(block.retries),
-            budget_refused=bool(block.harness_error and "budget reached" in block.harness_error),
-        )
+        return record, record_to_row(record, panel=self.spec.name, price_table=self.prices.version)
+
+    async def run_stored_batch(self, batch: list[PlannedTrial]) -> list[TrialOutcome]:
+        """Run a batch of offline trials and commit their rows as ONE create-only object.
+
+        No per-trial "already stored?" check: the driver sends only trials without a row, and
+        re-sends a dead actor's batch only after asking the store what that batch committed.
+        """
+        played = [await self._play(p) for p in batch]  # offline trials are CPU: one after another
+        ids = [p.trial_id for p in batch]
+        if await self._call_store(self.store.put_batch, ids, played):
+            return [_outcome(p, record, True) for p, (record, _) in zip(batch, played, strict=True)]
+        # Another attempt of this very batch committed first (an actor of a killed driver that
+        # outlived it, or one the driver thought lost): what it holds is stored; a trial it
+        # lacks (its harness outcome there) stays unstored here and runs again on resume.
+        found = await self._call_store(self.store.batch_ids, ids)
+        return [
+            already_stored(p) if p.trial_id in found else _outcome(p, record, record.is_harness_outcome)
+            for p, (record, _) in zip(batch, played, strict=True)
+        ]
 
     async def _call_store(self, fn: Any, *args: Any) -> Any:
         # Object-store calls block on the network: keep them off the event loop. Local writes
@@ -165,8 +178,59 @@ class TrialRunner:
         return fn(*args)
 
     async def run_batch(self, batch: list[PlannedTrial]) -> list[TrialOutcome]:
-        """Run a batch concurrently (bounded by ``trials_per_actor``)."""
-        return list(await asyncio.gather(*(self.run_one(p) for p in batch)))
+        """Run planned trials, outcomes in batch order.
+
+        Provider trials run concurrently (bounded by ``trials_per_actor``), each committed by its
+        own row; offline trials run in storage batches of ``concurrency.batch``, each committed by
+        one batch object (docs/design/042-result-store.md, "Batched rows"). A batch the driver
+        sent is one storage batch (it is never longer than ``concurrency.batch``).
+        """
+        offline = [p for p in batch if self.spec.models[p.model_index].offline]
+        if len(offline) < 2:
+            offline = []
+        batched = {p.trial_id for p in offline}
+        alone = [p for p in batch if p.trial_id not in batched]
+        size = self.spec.concurrency.batch
+
+        async def in_batches() -> list[TrialOutcome]:
+            outcomes: list[TrialOutcome] = []
+            for start in range(0, len(offline), size):
+                chunk = offline[start : start + size]
+                outcomes.extend(
+                    await self.run_stored_batch(chunk) if len(chunk) > 1 else [await self.run_one(chunk[0])]
+                )
+            return outcomes
+
+        singles, grouped = await asyncio.gather(
+            asyncio.gather(*(self.run_one(p) for p in alone)), in_batches()
+        )
+        by_id = {o.trial_id: o for o in (*singles, *grouped)}
+        return [by_id[p.trial_id] for p in batch]
+
+
+def stored_in_batches(spec: GridSpec, batch: list[PlannedTrial]) -> bool:
+    """True when this batch is committed as one batch object: two or more trials, all offline
+    (a provider trial takes minutes and may cost money: its own row, checked before it runs)."""
+    return len(batch) > 1 and all(spec.models[p.model_index].offline for p in batch)
+
+
+def already_stored(planned: PlannedTrial) -> TrialOutcome:
+    return TrialOutcome(planned.trial_id, planned.model_index, False, None, False, "already_stored", 0.0, 0)
+
+
+def _outcome(planned: PlannedTrial, record: TrialRecord, stored: bool) -> TrialOutcome:
+    block = record.apiflow
+    return TrialOutcome(
+        trial_id=planned.trial_id,
+        model_index=planned.model_index,
+        stored=stored,
+        passed=record.passed,
+        harness=record.is_harness_outcome,
+        termination=str(block.termination),
+        cost_usd=block.cost_usd or 0.0,
+        retries=len(block.retries),
+        budget_refused=bool(block.harness_error and "budget reached" in block.harness_error),
+    )
 
 
 @ray.remote(max_restarts=-1, max_task_retries=0)

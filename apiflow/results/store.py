@@ -5,8 +5,11 @@ through fsspec and behave alike)::
 
     manifest.json                               run manifest, written first, create-only
     attempts/<run_id>.json                      one per driver invocation (resume history)
-    rows/model=<m>/<trial_id>.parquet           one-row Parquet, create-only: the commit point
-                                                (``.arrow`` with ``row_format="arrow"``: same row, Arrow IPC)
+    rows/model=<m>/<trial_id>.parquet           one-row Parquet, create-only: the commit point of a trial
+                                                run alone (``.arrow`` with ``row_format="arrow"``: same row)
+    rows/batches/<digest>.parquet               the rows of one batch of offline trials, create-only: the
+                                                commit point of every trial in it; ``digest`` = sha256 of the
+                                                batch's sorted trial ids, so a re-sent batch hits the same key
     transcripts/model=<m>/<trial_id>.json       the schema-1.0 trial JSON, written just before its row
     failures/model=<m>/<trial_id>/<run_id>-<digest>.parquet  harness/provider outcomes, one per attempt
                                                 (never block a resume; their spend counts toward the budget)
@@ -14,8 +17,8 @@ through fsspec and behave alike)::
     compacted/model=<m>.parquet                 per-model merge written by ``compact``
 
 An existing row object means "already done": that is how resume and duplicate
-protection work, so every writer may race and exactly one row survives
-(docs/design/042-result-store.md).
+protection work, so every writer may race and exactly one row survives; readers keep
+the first row of each trial id (docs/design/042-result-store.md, "Batched rows").
 """
 
 from __future__ import annotations
@@ -27,12 +30,13 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.ipc
 import pyarrow.parquet as pq
@@ -46,6 +50,8 @@ _TMP_SEQ = itertools.count()
 
 
 _ROW_ENDINGS = (".parquet", ".arrow")
+BATCHES = "batches"
+"""``rows/batches/``: batch row objects (one model token never equals it: tokens are ``model=…``)."""
 
 
 def model_token(model_slug: str) -> str:
@@ -61,18 +67,30 @@ ROW_SUFFIXES = {"parquet": ".parquet", "arrow": ".arrow"}
 
 def row_bytes(row: dict[str, Any], row_format: str = "parquet") -> bytes:
     """One trial row as a complete in-memory file (uploaded in one PUT, so never half-visible)."""
+    return rows_bytes([row], row_format)
+
+
+def rows_bytes(rows: Sequence[dict[str, Any]], row_format: str = "parquet") -> bytes:
+    """Trial rows as one complete in-memory file (a trial's row, or a batch's rows)."""
+    batch = pa.RecordBatch.from_pylist(list(rows), schema=ROW_SCHEMA)
     if row_format == "arrow":
         stream = pa.BufferOutputStream()
         with pa.ipc.new_file(stream, ROW_SCHEMA) as writer:
-            writer.write_batch(pa.RecordBatch.from_pylist([row], schema=ROW_SCHEMA))
+            writer.write_batch(batch)
         return stream.getvalue().to_pybytes()
     sink = pa.BufferOutputStream()
-    # One row: compression, dictionaries and statistics cost more than they save (~2x faster write).
+    # Few rows: compression, dictionaries and statistics cost more than they save (~2x faster write).
     with pq.ParquetWriter(
         sink, ROW_SCHEMA, compression="NONE", use_dictionary=False, write_statistics=False, store_schema=False
     ) as writer:
-        writer.write_batch(pa.RecordBatch.from_pylist([row], schema=ROW_SCHEMA))
+        writer.write_batch(batch)
     return sink.getvalue().to_pybytes()
+
+
+def batch_digest(trial_ids: Iterable[str]) -> str:
+    """The key of a batch's row object: sha256 of its sorted trial ids (order-free, so a batch
+    re-sent after its actor died, or checked by the driver, names the same object)."""
+    return hashlib.sha256("\n".join(sorted(trial_ids)).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -114,6 +132,10 @@ class ResultStore:
     def row_path(self, model_slug: str, trial_id: str) -> str:
         """Where a trial's row lives."""
         return self._path("rows", f"model={model_token(model_slug)}", f"{trial_id}{self.row_suffix}")
+
+    def batch_path(self, trial_ids: Iterable[str]) -> str:
+        """Where the rows of the batch of these trials live (always Parquet)."""
+        return self._path("rows", BATCHES, f"{batch_digest(trial_ids)}.parquet")
 
     def transcript_path(self, model_slug: str, trial_id: str) -> str:
         """Where a trial's schema-1.0 JSON lives."""
@@ -203,14 +225,7 @@ class ResultStore:
         model, trial_id = record.model, record.apiflow.trial_id
         body = transcript if transcript is not None else record.to_json().encode()
         if record.is_harness_outcome:
-            # One object per attempt (the run id is the grid's, shared by every resume): a later
-            # attempt must not overwrite an earlier one, whose spend the budget rebuild reads.
-            attempt = hashlib.sha256(body).hexdigest()[:12]
-            base = self._path(
-                "failures", f"model={model_token(model)}", trial_id, f"{record.provenance.run_id}-{attempt}"
-            )
-            self.overwrite(f"{base}.json", body)
-            self.overwrite(f"{base}{self.row_suffix}", row_bytes(row, self.row_format))
+            self._put_failure(record, row, body)
             return True
         if self.is_done(model, trial_id):
             return False
@@ -218,6 +233,69 @@ class ResultStore:
         # the transcript, first writer on the row (a re-run of a dead actor's trial only).
         self.overwrite(self.transcript_path(model, trial_id), body)
         return self.create_only(self.row_path(model, trial_id), row_bytes(row, self.row_format))
+
+    def put_batch(
+        self, trial_ids: Sequence[str], trials: Sequence[tuple[TrialRecord, dict[str, Any]]]
+    ) -> bool:
+        """Store the finished trials of one batch: transcripts, then ONE create-only row object.
+
+        Harness/provider outcomes go under ``failures/`` as in ``put_trial``; every other trial
+        is committed by the batch object at ``batch_path(trial_ids)`` (``trial_ids``: the whole
+        batch as sent, so the driver can name the object without knowing the outcomes).
+
+        Returns:
+            True if this call created the batch object (or had no row to commit), False if the
+            object already existed: another attempt of this very batch committed first.
+        """
+        committed, transcripts = [], {}
+        for record, row in trials:
+            body = record.to_json().encode()
+            if record.is_harness_outcome:
+                self._put_failure(record, row, body)
+                continue
+            transcripts[self.transcript_path(record.model, record.apiflow.trial_id)] = body
+            committed.append(row)
+        if not committed:
+            return True
+        self._overwrite_many(transcripts)  # transcripts first: a committed row always has its transcript
+        return self.create_only(self.batch_path(trial_ids), rows_bytes(committed))
+
+    def _put_failure(self, record: TrialRecord, row: dict[str, Any], body: bytes) -> None:
+        # One object per attempt (the run id is the grid's, shared by every resume): a later
+        # attempt must not overwrite an earlier one, whose spend the budget rebuild reads.
+        attempt = hashlib.sha256(body).hexdigest()[:12]
+        base = self._path(
+            "failures",
+            f"model={model_token(record.model)}",
+            record.apiflow.trial_id,
+            f"{record.provenance.run_id}-{attempt}",
+        )
+        self.overwrite(f"{base}.json", body)
+        self.overwrite(f"{base}{self.row_suffix}", row_bytes(row, self.row_format))
+
+    def _overwrite_many(self, files: dict[str, bytes]) -> None:
+        if self._local or len(files) < 2:
+            for path, data in files.items():
+                self.overwrite(path, data)
+        else:
+            self.fs.pipe(files)  # s3fs sends the PUTs concurrently
+
+    def batch_ids(self, trial_ids: Sequence[str]) -> set[str]:
+        """The trial ids committed by the batch object of these trials (empty if it does not exist).
+
+        The driver asks this about a batch whose actor died: its stored trials are done (the
+        object is all-or-nothing), the others go back on the queue.
+        """
+        try:
+            return set(_ids_in(self._cat(self.batch_path(trial_ids))))
+        except FileNotFoundError:
+            return set()
+
+    def _cat(self, path: str) -> bytes:
+        if self._local:
+            with open(path, "rb") as handle:
+                return handle.read()
+        return bytes(self.fs.cat_file(path))
 
     def is_done(self, model_slug: str, trial_id: str) -> bool:
         """True when the trial's row is stored, in either format (a worker checks before spending)."""
@@ -228,8 +306,24 @@ class ResultStore:
         return os.path.exists(path) if self._local else bool(self.fs.exists(path))
 
     def done_ids(self) -> set[str]:
-        """Trial ids with a stored row (listing only; rows are not read)."""
-        return {_stem(p) for p in self._list("rows", _ROW_ENDINGS)}
+        """Trial ids with a stored row: per-trial rows by listing, batch objects by their ids column."""
+        return set(self.row_ids())
+
+    def row_ids(self) -> list[str]:
+        """The trial id of every stored row, repeats kept (a test of "no duplicate" counts them)."""
+        singles, batches = self._row_objects()
+        ids = [_stem(p) for p in singles]
+        for _, data in self._cat_many(batches):
+            ids.extend(_ids_in(data))
+        return ids
+
+    def _row_objects(self) -> tuple[list[str], list[str]]:
+        """``(per-trial row objects, batch row objects)``, each sorted (the read order)."""
+        singles: list[str] = []
+        batches: list[str] = []
+        for path in sorted(self._list("rows", _ROW_ENDINGS)):
+            (batches if path.rsplit("/", 2)[-2] == BATCHES else singles).append(path)
+        return singles, batches
 
     def failed_ids(self) -> set[str]:
         """Trial ids with a harness/provider outcome and no stored row."""
@@ -314,17 +408,31 @@ class ResultStore:
             return self._read_files(self._list("failures", _ROW_ENDINGS))
         compacted = self._read_files(self._list("compacted", ".parquet"))
         seen = set(compacted.column("trial_id").to_pylist())
-        fresh = [p for p in self._list("rows", _ROW_ENDINGS) if _stem(p) not in seen]
-        return dedupe(pa.concat_tables([compacted, self._read_files(fresh)]))
+        singles, batches = self._row_objects()
+        fresh = self._read_files([p for p in singles if _stem(p) not in seen])
+        batched = self._read_files(batches)
+        if seen and batched.num_rows:
+            batched = batched.filter(pc.invert(pc.is_in(batched.column("trial_id"), pa.array(list(seen)))))
+        return dedupe(pa.concat_tables([compacted, fresh, batched]))
 
     def compact(self) -> CompactSummary:
-        """Merge per-trial rows into one Parquet file per model (idempotent; rows stay as resume markers)."""
-        by_model: dict[str, list[str]] = {}
-        for path in self._list("rows", _ROW_ENDINGS):
-            by_model.setdefault(path.rsplit("/", 2)[-2], []).append(path)
+        """Merge stored rows into one Parquet file per model (idempotent; rows stay as resume markers).
+
+        Per-trial rows come before batch rows, each in path order: the same first row of a trial
+        id that ``read_rows`` keeps.
+        """
+        singles, batches = self._row_objects()
+        paths_by_model: dict[str, list[str]] = {}
+        for path in singles:
+            paths_by_model.setdefault(path.rsplit("/", 2)[-2], []).append(path)
+        by_model = {token: [self._read_files(paths)] for token, paths in paths_by_model.items()}
+        batched = self._read_files(batches)
+        for model in sorted(set(batched.column("model").to_pylist())):
+            token = f"model={model_token(model)}"
+            by_model.setdefault(token, []).append(batched.filter(pc.equal(batched.column("model"), model)))
         files, rows_read, trials = [], 0, 0
-        for token, paths in sorted(by_model.items()):
-            table = self._read_files(paths)
+        for token, parts in sorted(by_model.items()):
+            table = pa.concat_tables(parts)
             rows_read += table.num_rows
             table = dedupe(table).sort_by([("task_id", "ascending"), ("epoch", "ascending")])
             trials += table.num_rows
@@ -344,6 +452,12 @@ def dedupe(table: pa.Table) -> pa.Table:
     if len(first) == table.num_rows:
         return table
     return table.take(sorted(first.values()))
+
+
+def _ids_in(data: bytes) -> list[str]:
+    """The trial ids of one batch row object (only that column is decoded)."""
+    table = pq.read_table(pa.BufferReader(data), columns=["trial_id"], schema=ROW_SCHEMA)
+    return [str(v) for v in table.column("trial_id").to_pylist()]
 
 
 def _row_cost(path: str, data: bytes) -> float:

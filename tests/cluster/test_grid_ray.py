@@ -50,8 +50,9 @@ def grid(out: str, **changes) -> GridSpec:
     return GridSpec.model_validate(data)
 
 
-def row_objects(out: str) -> list[str]:
-    return [f for _, _, fs in os.walk(Path(out) / "rows") for f in fs if f.endswith(".parquet")]
+def stored_rows(out: str) -> list[str]:
+    """The trial id of every stored row, repeats kept (per-trial rows and batch objects)."""
+    return ResultStore(out).row_ids()
 
 
 def aggregate(store: ResultStore) -> dict:
@@ -102,7 +103,7 @@ def test_an_actor_killed_mid_run_loses_nothing(ray_session, tmp_path):
     killed = None
     deadline = time.monotonic() + 120
     while killed is None and time.monotonic() < deadline and runner.is_alive():
-        if len(row_objects(spec.out)) >= 60:
+        if len(stored_rows(spec.out)) >= 60:
             workers = [p for p in children(os.getpid()) if cmdline(p).startswith("ray::TrialWorker")]
             if workers:
                 killed = workers[0]
@@ -112,7 +113,7 @@ def test_an_actor_killed_mid_run_loses_nothing(ray_session, tmp_path):
     assert killed is not None, "the grid finished before an actor could be killed"
     summary = result["summary"]
     store = ResultStore(spec.out)
-    assert store.done_ids() == planned and len(row_objects(spec.out)) == len(planned) == 780
+    assert store.done_ids() == planned and len(stored_rows(spec.out)) == len(planned) == 780
     assert summary.complete
 
 
@@ -135,7 +136,7 @@ def test_driver_sigkill_then_rerun_gives_the_uninterrupted_aggregate(ray_session
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
-        while len(row_objects(spec.out)) < 80 and time.monotonic() < deadline and driver.poll() is None:
+        while len(stored_rows(spec.out)) < 80 and time.monotonic() < deadline and driver.poll() is None:
             time.sleep(0.05)
         assert driver.poll() is None, "the driver finished before it could be killed"
         os.kill(driver.pid, signal.SIGKILL)
@@ -143,12 +144,12 @@ def test_driver_sigkill_then_rerun_gives_the_uninterrupted_aggregate(ray_session
     finally:
         kill_all(pids_mentioning(ray_dir))  # the private Ray the killed driver had started
         shutil.rmtree(ray_dir, ignore_errors=True)
-    stored_at_kill = len(row_objects(spec.out))
+    stored_at_kill = len(stored_rows(spec.out))
     assert 0 < stored_at_kill < 600
     summary = run_grid(spec, progress=False)
     assert summary.already_done >= stored_at_kill and summary.complete
     store = ResultStore(spec.out)
-    assert len(row_objects(spec.out)) == 600 == len(store.done_ids())
+    assert len(stored_rows(spec.out)) == 600 == len(store.done_ids())
     assert aggregate(store) == aggregate(ResultStore(reference.out))
 
 

@@ -150,3 +150,26 @@ def test_worst_case_prices_all_output_at_the_dearest_kind():
 
     prices = Prices(input=1.0, output=2.0, cache_read=0.1, cache_write=1.25, reasoning=4.0)
     assert worst_case_usd(1_000_000, 500_000, prices) == pytest.approx(1.0 + 2.0)
+
+
+def test_planned_ids_are_trial_id_for_byte_for_byte(bank):
+    """The planner's hand-joined JSON (cluster.plan.TrialIds) gives exactly the agent's ids, for every
+    trial, including a non-ASCII slug, a knob digest in the route and cycled seeds."""
+    from apiflow.agent import trial_id_for
+    from apiflow.agent.ids import agent_version
+    from apiflow.tools import tool_schema_hash
+    from cluster.plan import model_route
+
+    spec = spec_of(
+        models=[{"model": "apiflow/oracle", "slug": "oracle-é/x:1"}, {"model": "apiflow/sim:weak", "temperature": 0.3}],
+        tasks={"count": 20}, seed=12_345_678_901,
+    )  # fmt: skip
+    version, schema = agent_version(trial_limits(spec)), tool_schema_hash()
+    plan = plan_grid(spec, bank)
+    assert len(plan) == 80
+    for t in plan:
+        m = spec.models[t.model_index]
+        expected = trial_id_for(
+            bank.hash, t.task_id, m.slug, model_route(m), t.epoch, t.seed, version, schema
+        )
+        assert t.trial_id == expected

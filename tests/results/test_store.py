@@ -101,3 +101,61 @@ def test_compact_merges_per_model_and_readers_dedupe(store, make_record):
 def test_model_token_is_path_safe_and_distinct():
     assert "/" not in model_token("apiflow/sim:careful") and ":" not in model_token("apiflow/sim:careful")
     assert model_token("a/b") != model_token("a_b")
+
+
+def _batch(store, records):
+    return store.put_batch([r.apiflow.trial_id for r in records], [(r, record_to_row(r)) for r in records])
+
+
+def test_a_batch_commits_its_rows_in_one_object_exactly_once(store, make_record):
+    """Batched rows (042): one create-only object per batch, named by the batch's ids; a second
+    attempt of the same batch stores nothing; harness outcomes of a batch stay retryable."""
+    batch = [make_record(trial_id=f"{i:032x}", epoch=i + 1) for i in range(3)]
+    failed = make_record(trial_id="9" * 32, passed=None, termination=Termination.HARNESS_ERROR)
+    ids = [r.apiflow.trial_id for r in (*batch, failed)]
+    assert store.put_batch(ids, [(r, record_to_row(r)) for r in (*batch, failed)]) is True
+    assert store.put_batch(list(reversed(ids)), [(r, record_to_row(r)) for r in batch]) is False  # same key
+    assert store.batch_ids(ids) == set(ids[:3]) and store.batch_ids(ids[:2]) == set()
+    assert sorted(store.row_ids()) == sorted(ids[:3])  # one physical row each
+    assert store.done_ids() == set(ids[:3]) and store.failed_ids() == {"9" * 32}
+    assert sorted(store.read_rows().column("trial_id").to_pylist()) == sorted(ids[:3])
+    assert store.read_transcript(batch[1].model, ids[1])["apiflow"]["trial_id"] == ids[1]
+    assert store.recorded_spend()[2] == 2  # the batch object and the failure row
+
+
+def test_batches_and_per_trial_rows_read_and_compact_as_one_store(store, make_record):
+    """An old per-trial layout and new batches side by side: first row of a trial id wins, the same
+    in read_rows and compact; compacted files split a batch by model."""
+    _put(store, make_record(trial_id="a" * 32))  # per-trial layout (an existing result dir)
+    again = make_record(trial_id="a" * 32, passed=False)  # a duplicate, stored in a batch
+    other = make_record(model="apiflow/blank", trial_id="b" * 32)
+    assert _batch(store, [again, other, make_record(trial_id="c" * 32, epoch=2)]) is True
+    assert sorted(store.row_ids()) == ["a" * 32, "a" * 32, "b" * 32, "c" * 32]
+    table = store.read_rows()
+    assert table.num_rows == 3 and {r["trial_id"]: r["passed"] for r in table.to_pylist()}["a" * 32] is True
+    summary = store.compact()
+    assert summary.rows_read == 4 and summary.trials == 3 and len(summary.files) == 2
+    after = {r["trial_id"]: r["passed"] for r in store.read_rows().to_pylist()}
+    assert after == {"a" * 32: True, "b" * 32: True, "c" * 32: True}
+    assert _batch(store, [make_record(trial_id="d" * 32), make_record(trial_id="e" * 32)]) is True
+    assert store.read_rows().num_rows == 5 and store.done_ids() == {c * 32 for c in "abcde"}
+
+
+def test_a_crash_before_the_batch_object_leaves_nothing_done(tmp_path, make_record, monkeypatch):
+    """Killed between the transcripts and the batch object: no trial of the batch is done, and the
+    rerun stores each exactly once."""
+    store = ResultStore(str(tmp_path / "out"))
+    batch = [make_record(trial_id=f"{i:032x}") for i in range(4)]
+    real = store.create_only
+
+    def crash(path, data):
+        raise KeyboardInterrupt("killed mid-batch")
+
+    monkeypatch.setattr(store, "create_only", crash)
+    with pytest.raises(KeyboardInterrupt):
+        _batch(store, batch)
+    assert store.done_ids() == set() and store.batch_ids([r.apiflow.trial_id for r in batch]) == set()
+    monkeypatch.setattr(store, "create_only", real)
+    assert _batch(store, batch) is True and sorted(store.row_ids()) == sorted(
+        r.apiflow.trial_id for r in batch
+    )

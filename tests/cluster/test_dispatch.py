@@ -1,0 +1,84 @@
+"""The dispatcher's re-queue after an actor death, against a fake Ray (no cluster): a batch
+object the dead actor created means its trials are stored; none means none is."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import pytest
+from ray.exceptions import RayActorError
+
+from apiflow.agent import run_trial_sync, trial_seed
+from apiflow.bank import DEFAULT_BANK, load_bank
+from apiflow.models import make_model
+from apiflow.results.rows import record_to_row
+from apiflow.results.store import ResultStore
+from cluster.dispatch import Dispatcher
+from cluster.plan import PlannedTrial
+from cluster.spec import GridSpec
+
+
+class _Ref:
+    pass
+
+
+class _Method:
+    def __init__(self, calls: list) -> None:
+        self.calls = calls
+
+    def remote(self, *args):
+        self.calls.append(args)
+        return _Ref()
+
+
+class _Actor:
+    def __init__(self) -> None:
+        self.calls: list = []
+        self.run_batch = _Method(self.calls)
+        self.ping = _Method([])
+
+
+class _DeadRay:
+    """Every call's result is an actor death; pings never come back."""
+
+    def wait(self, refs, num_returns, timeout):
+        return list(refs), []
+
+    def get(self, ref):
+        raise RayActorError()
+
+
+def _spec(out: str) -> GridSpec:
+    return GridSpec.model_validate({"name": "t", "models": [{"model": "apiflow/oracle"}], "out": out,
+                                    "concurrency": {"batch": 3}})  # fmt: skip
+
+
+def _record(planned: PlannedTrial):
+    bank = load_bank(DEFAULT_BANK)
+    task = bank.task(planned.task_id)
+    model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
+    record = run_trial_sync(task, bank.world_of(task), model, seed=0, epoch=1, run_id="r",
+                            bank_name=bank.name, bank_hash=bank.hash, model_slug="apiflow-oracle")  # fmt: skip
+    record.apiflow.trial_id = planned.trial_id
+    return record
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_dead_actors_batch_is_requeued_only_if_not_committed(tmp_path, committed):
+    spec = _spec(str(tmp_path / "out"))
+    trials = [PlannedTrial(f"{i:032x}", 0, "sample-w01-sub01", "w01", 1, 0) for i in range(3)]
+    store = ResultStore(spec.out)
+    if committed:  # the actor had created the batch object, then died before answering
+        records = [_record(t) for t in trials]
+        assert store.put_batch([t.trial_id for t in trials], [(r, record_to_row(r)) for r in records])
+    dispatcher = Dispatcher(_DeadRay(), [_Actor()], spec, calls_per_actor=2, window=4, store=store)
+    queue = deque(trials)
+    assert dispatcher.submit(queue) and not queue
+    outcomes, requeued = dispatcher.collect(queue)
+    if committed:
+        assert requeued == 0 and not queue
+        assert [o.termination for o in outcomes] == ["already_stored"] * 3 and not any(
+            o.stored for o in outcomes
+        )
+    else:
+        assert requeued == 3 and list(queue) == trials and outcomes == []
