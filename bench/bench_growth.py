@@ -10,7 +10,7 @@ real store code (``ResultStore.batch_path`` + ``rows_bytes``; ``create_only`` lo
 concurrent upload to S3). Transcripts are not written: resume never reads them.
 
 Then a fresh process does what a driver does before its first trial on resume, timing each step:
-import Ray, plan (trial ids + run order), list the done ids (``ResultStore.done_ids``: a listing
+import Ray, load the bank (the same at every size, reported apart), plan (trial ids + run order), list the done ids (``ResultStore.done_ids``: a listing
 plus the ids column of each batch object), subtract, build the queue; and reports its peak RSS.
 Locally and on S3 (a ``moto_server`` subprocess on 127.0.0.1). The baseline is the 1x grid in the
 same run: the printed ratio 10x / 1x is 10 for linear growth. Targets: every ratio <= ~10, driver
@@ -49,13 +49,15 @@ from cluster.spec import GridSpec
 from cluster.worker import load_checked_bank
 t1 = time.perf_counter()
 spec = absolute_paths(GridSpec.model_validate(json.loads(sys.argv[1])))
-plan = plan_grid(spec, load_checked_bank(spec))
+bank = load_checked_bank(spec)
+t1b = time.perf_counter()
+plan = plan_grid(spec, bank)
 t2 = time.perf_counter()
 done = ResultStore(spec.out, spec.storage_options).done_ids()
 t3 = time.perf_counter()
 queue = deque(remaining(plan, done))
 t4 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "plan_s": t2 - t1, "list_s": t3 - t2, "remaining_s": t4 - t3,
+print(json.dumps({"import_s": t1 - t0, "bank_s": t1b - t1, "plan_s": t2 - t1b, "list_s": t3 - t2, "remaining_s": t4 - t3,
                   "planned": len(plan), "done": len(done), "todo": len(queue),
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -164,7 +166,8 @@ def main() -> int:
                 figures.update(stored=trials, objects=objects, write_s=write_s)
                 results[(place, epochs)] = figures
                 print(f"{place:5s} {figures['planned']:7d} planned, {trials:7d} stored in {objects:5d} batch "
-                      f"objects (written in {write_s:5.1f} s): plan {figures['plan_s']:6.2f} s, done-id listing "
+                      f"objects (written in {write_s:5.1f} s): bank load {figures['bank_s']:5.2f} s, plan {figures['plan_s']:6.2f} s, "
+                      f"done-id listing "
                       f"{figures['list_s']:6.2f} s, remaining {figures['remaining_s']:5.2f} s, "
                       f"{figures['todo']} to run; driver peak RSS {figures['rss_mb']:6.1f} MB; load avg {_load()}",
                       flush=True)  # fmt: skip

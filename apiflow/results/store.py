@@ -456,8 +456,14 @@ def dedupe(table: pa.Table) -> pa.Table:
 
 def _ids_in(data: bytes) -> list[str]:
     """The trial ids of one batch row object (only that column is decoded)."""
-    table = pq.read_table(pa.BufferReader(data), columns=["trial_id"], schema=ROW_SCHEMA)
-    return [str(v) for v in table.column("trial_id").to_pylist()]
+    # Row group by row group: ~6x cheaper than ``pq.read_table`` (no dataset machinery), which
+    # is what a resume pays per batch object (bench/bench_growth.py).
+    parquet = pq.ParquetFile(pa.BufferReader(data))
+    return [
+        str(v)
+        for group in range(parquet.num_row_groups)
+        for v in parquet.read_row_group(group, columns=["trial_id"]).column(0).to_pylist()
+    ]
 
 
 def _row_cost(path: str, data: bytes) -> float:

@@ -82,3 +82,52 @@ def test_a_dead_actors_batch_is_requeued_only_if_not_committed(tmp_path, committ
         )
     else:
         assert requeued == 3 and list(queue) == trials and outcomes == []
+
+
+def test_a_runner_killed_mid_batch_resumes_to_every_trial_once(tmp_path, monkeypatch):
+    """In process (the actors' TrialRunner): the third batch object never gets written (the process
+    'dies' there); resume = planned - listed runs the rest; every trial ends stored exactly once,
+    the transcripts of the lost batch rewritten byte for byte (wall-time fields aside)."""
+    import asyncio
+
+    from cluster.driver import absolute_paths
+    from cluster.plan import plan_grid, remaining
+    from cluster.worker import TrialRunner, load_checked_bank
+
+    spec = absolute_paths(
+        GridSpec.model_validate(
+            {
+                "name": "t",
+                "models": [{"model": "apiflow/oracle"}, {"model": "apiflow/sim:weak"}],
+                "out": str(tmp_path / "out"),
+                "concurrency": {"batch": 5},
+            }
+        )  # fmt: skip
+    )
+    plan = plan_grid(spec, load_checked_bank(spec))
+    runner = TrialRunner(spec, "r")
+    real, calls = runner.store.create_only, []
+
+    def dies_on_the_third(path, data):
+        calls.append(path)
+        if len(calls) == 3:
+            raise SystemExit("killed mid-batch")
+        return real(path, data)
+
+    monkeypatch.setattr(runner.store, "create_only", dies_on_the_third)
+    with pytest.raises(SystemExit):
+        asyncio.run(runner.run_batch(plan))
+    assert len(runner.store.done_ids()) == 10  # two batches of five committed, the third lost whole
+    lost = plan[10:15]
+    before = {
+        p.trial_id: runner.store.read_transcript(spec.models[p.model_index].slug, p.trial_id) for p in lost
+    }
+    monkeypatch.setattr(runner.store, "create_only", real)
+    todo = remaining(plan, runner.store.done_ids())
+    assert todo == plan[10:]
+    outcomes = asyncio.run(runner.run_batch(todo))
+    assert all(o.stored for o in outcomes)
+    assert sorted(runner.store.row_ids()) == sorted(p.trial_id for p in plan)  # none lost, none twice
+    for trial_id, old in before.items():
+        new = runner.store.read_transcript(old["model"], trial_id)
+        assert {**new, "duration_s": 0, "provenance": None} == {**old, "duration_s": 0, "provenance": None}
