@@ -19,6 +19,7 @@ from apiflow.bank import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import GenerateConfig, make_model, model_prices, uses_litellm
 from apiflow.models.plugins import FREE, BrokenModel
+from apiflow.models.registry import price_source
 from apiflow.models.retry import RetryPolicy, retry_hook
 from apiflow.results.prices import Prices, PriceTable, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
@@ -67,6 +68,14 @@ def _worker_price(table: PriceTable, model: GridModel) -> Prices:
         return FREE
 
 
+def _worker_price_source(table: PriceTable, model: GridModel) -> str:
+    # As ``_worker_price``: a plug-in missing on this node fails its trials, not the actor.
+    try:
+        return price_source(table, model.slug, model.model)
+    except UsageError:
+        return table.version
+
+
 def load_checked_bank(spec: GridSpec) -> Bank:
     """The grid's bank, refusing one whose hash differs from the pinned ``bank_hash``."""
     bank = load_bank(spec.bank)
@@ -92,6 +101,8 @@ class TrialRunner:
         self.store = ResultStore(spec.out, spec.storage_options, spec.row_format)
         self.prices = load_price_table(spec.price_table)
         self.model_prices = [_worker_price(self.prices, m) for m in spec.models]
+        # Where each model's prices came from, for the row (the table version when the table prices it).
+        self.price_sources = [_worker_price_source(self.prices, m) for m in spec.models]
         self.limits = trial_limits(spec)
         self.gates = gates or {}
         self.ledger = ledger
@@ -149,7 +160,8 @@ class TrialRunner:
         block = record.apiflow
         block.trial_id = planned.trial_id  # the planner's id is the storage key (it also covers params)
         block.cost_usd = cost_usd(block.tokens, self.model_prices[planned.model_index])
-        return record, record_to_row(record, panel=self.spec.name, price_table=self.prices.version)
+        row = record_to_row(record, panel=self.spec.name, price_table=self.price_sources[planned.model_index])
+        return record, row
 
     async def run_stored_batch(self, batch: list[PlannedTrial]) -> list[TrialOutcome]:
         """Run a batch of offline trials and commit their rows as ONE create-only object.
