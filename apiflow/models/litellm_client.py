@@ -398,6 +398,28 @@ class LiteLLMClient:
         self.replay = replay
         self.turns: list[ReplayState | None] = []
         """Replay state of each assistant turn returned so far (None: nothing to send back)."""
+        self._sent: list[dict[str, Any]] = []
+        self._converted: list[dict[str, Any]] = []
+        self._sent_turns = 0
+
+    def _openai_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``to_openai_messages`` of the transcript, converting only what is new since the last call.
+
+        The loop appends to the conversation and never edits a message it has sent, so when the
+        earlier messages are the very objects converted last time their conversion (and the replay
+        state attached to it, fixed once its turn returned) still holds; anything else (a new
+        conversation, an edited history) is converted from scratch. Saves re-serialising every
+        earlier tool call on each call of a long trial (bench/bench_provider.py).
+        """
+        known = len(self._sent)
+        if known > len(messages) or any(a is not b for a, b in zip(self._sent, messages, strict=False)):
+            self._sent, self._converted, self._sent_turns, known = [], [], 0, 0
+        tail = messages[known:]
+        replay = self.turns[self._sent_turns :] if self.replay else ()
+        self._converted.extend(to_openai_messages(tail, replay, empty_text_for(self.model_api)))
+        self._sent.extend(tail)
+        self._sent_turns += sum(m["role"] == "assistant" for m in tail)
+        return list(self._converted)
 
     async def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
@@ -412,9 +434,7 @@ class LiteLLMClient:
             "max_retries": 0,
             **self.params,
             "model": self.model_api,
-            "messages": to_openai_messages(
-                messages, self.turns if self.replay else (), empty_text_for(self.model_api)
-            ),
+            "messages": self._openai_messages(messages),
             "temperature": config.temperature,
             "num_retries": 0,
             **config.extra,

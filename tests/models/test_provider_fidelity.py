@@ -23,6 +23,7 @@ from apiflow.models.litellm_client import (
     LiteLLMClient,
     ReplayState,
     configure_litellm,
+    empty_text_for,
     to_openai_messages,
     usage_from_response,
 )
@@ -93,8 +94,18 @@ def reasoning_blocks(record: TrialRecord) -> list[str]:
 # -- replay in tool loops ------------------------------------------------------------------------
 
 
+def assert_sent_as_whole(client: LiteLLMClient, record: TrialRecord) -> None:
+    """The client converts only new messages each call: what it sent equals converting the whole
+    conversation at once (and litellm did not edit the messages it was given)."""
+    sent = client._converted
+    assert len(sent) == len(record.messages) - 1  # all but the last turn, the one it returned
+    assert sent == to_openai_messages(record.messages[:-1], client.turns, empty_text_for(client.model_api))
+
+
 def test_anthropic_tool_loop_replays_signed_thinking_blocks(bank: Any, standin: StandinServer) -> None:
-    record = play(bank, claude(standin, **THINKING))
+    client = claude(standin, **THINKING)
+    record = play(bank, client)
+    assert_sent_as_whole(client, record)
     assert record.apiflow.termination == Termination.ANSWERED and record.passed
     assert standin.provider.stats.rejected == 0 and record.apiflow.model_calls >= 10
     thoughts = reasoning_blocks(record)
@@ -110,7 +121,9 @@ def test_anthropic_without_replay_gets_the_live_apis_400(bank: Any, standin: Sta
 
 
 def test_open_weight_reasoning_content_is_replayed(bank: Any, reasoning_standin: StandinServer) -> None:
-    record = play(bank, deepseek(reasoning_standin))
+    client = deepseek(reasoning_standin)
+    record = play(bank, client)
+    assert_sent_as_whole(client, record)
     assert record.apiflow.termination == Termination.ANSWERED and record.passed
     assert reasoning_standin.provider.stats.rejected == 0
     assert len(reasoning_blocks(record)) == record.apiflow.model_calls
