@@ -121,6 +121,15 @@ class BootstrapRanks:
             return float("nan")
         return _reversed_share(self.point[a] - self.point[b], self.samples[:, a] - self.samples[:, b])
 
+    def disagree(self, a: int, b: int) -> float:
+        """Chance that two independent resamples order ``a`` and ``b`` differently: 2π(1 - π), with π
+        the share putting ``a`` above ``b`` (ties: half) — the within-split analogue of two splits."""
+        if self.samples.shape[0] == 0:
+            return float("nan")
+        delta = self.samples[:, a] - self.samples[:, b]
+        above = float(np.mean(delta < 0) + 0.5 * np.mean(delta == 0))
+        return 2.0 * above * (1.0 - above)
+
     def tau_between_resamples(self) -> np.ndarray:
         """τ-b between independent pairs of resamples (first half vs second half): what two world
         samples of the *same* generator split agree on, the within-split analogue of split-vs-split τ."""
@@ -305,6 +314,7 @@ def _adjacent(
         # vs consensus: the share of splits that put b above a (the consensus puts a above b)
         reversed_share = _reversed_share(-1.0, delta)
         boot = float(np.mean([bt.flip(a, b) for bt in boots]))
+        boot_pairs = float(np.mean([bt.disagree(a, b) for bt in boots]))
         out.append(
             {
                 "upper": models[a],
@@ -312,6 +322,7 @@ def _adjacent(
                 "flip_across_splits": float(np.mean(disagree)),
                 "reversed_vs_consensus": reversed_share,
                 "flip_bootstrap": boot,
+                "flip_bootstrap_pairs": boot_pairs,
             }
         )
     return out
@@ -342,5 +353,8 @@ def _overall(out: dict, ranks: np.ndarray, boots: list[BootstrapRanks]) -> dict:
         if pairs
         else None,
         "mean_flip_bootstrap": float(np.mean([p["flip_bootstrap"] for p in pairs])) if pairs else None,
+        "mean_flip_bootstrap_pairs": float(np.mean([p["flip_bootstrap_pairs"] for p in pairs]))
+        if pairs
+        else None,
         "adjacent_pairs_never_flipped": int(sum(p["flip_across_splits"] == 0 for p in pairs)),
     }

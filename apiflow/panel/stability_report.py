@@ -36,10 +36,12 @@ def markdown(record: dict) -> str:
         f"within-split bootstrap rank SD: {_f(s['mean_rank_sd_bootstrap'])} "
         f"(ratio {_f(s['sd_ratio'])}).",
         f"Coverage: a split's rank of a model falls inside another split's {level}% bootstrap rank interval "
-        f"in {100 * s['coverage']:.0f}% of (split, other split, model) cases; "
+        f"in {100 * s['coverage']:.0f}% of (split, other split, model) cases (about 75% is expected when "
+        "regeneration and world sampling are the same noise, since both ranks vary); "
         f"{s['models_within_bootstrap_union']} of {s['models']} models stay inside the union of their intervals.",
         f"Adjacent pairs of the consensus order: split pairs disagree on their order {100 * _z(s['mean_flip_across_splits']):.0f}% "
-        f"of the time on average; a world resample reverses a split's own order {100 * _z(s['mean_flip_bootstrap']):.0f}%; "
+        f"of the time on average, two world resamples of one split {100 * _z(s['mean_flip_bootstrap_pairs']):.0f}%; "
+        f"a world resample reverses a split's own order {100 * _z(s['mean_flip_bootstrap']):.0f}%; "
         f"{s['adjacent_pairs_never_flipped']} of {s['models'] - 1} pairs keep their order in every split.",
     ]
     names = splits + list(record["references"])
@@ -90,11 +92,13 @@ def markdown(record: dict) -> str:
             f"{p['upper']} > {p['lower']}",
             f"{100 * p['flip_across_splits']:.0f}%",
             f"{100 * p['reversed_vs_consensus']:.0f}%",
+            f"{100 * p['flip_bootstrap_pairs']:.0f}%",
             f"{100 * p['flip_bootstrap']:.0f}%",
         ]
         for p in record["adjacent_pairs"]
     ]
-    header = ["pair", "split pairs disagreeing", "splits reversing consensus", "bootstrap reversal"]
+    header = ["pair", "split pairs disagreeing", "splits reversing consensus",
+              "resample pairs disagreeing", "resamples reversing the split"]  # fmt: skip
     sections.append(Section("Adjacent pairs of the consensus order", tables=[Table(header, rows)]))
     rows = [
         [m["model"], *[_f(per_split[n][m["model"]]["rate"], 3) for n in splits]] for m in record["per_model"]

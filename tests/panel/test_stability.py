@@ -103,3 +103,10 @@ def test_play_epoch_rows_equal_play_model_rows():
     model = "apiflow/sim:calibrated-gpt-5.5"
     by_epoch = play_epoch("bank/sample", model, 1, 0) + play_epoch("bank/sample", model, 2, 0)
     assert by_epoch == play_model("bank/sample", model, 2, 0)
+
+
+def test_resample_pair_disagreement_is_two_pi_one_minus_pi():
+    boot = bootstrap_ranks(_split("s", [[9, 1], [0, 6]]), 4000, seed=3)
+    above = 1 - boot.flip(0, 1)  # the split puts a above b; pi = share of resamples agreeing
+    assert boot.disagree(0, 1) == pytest.approx(2 * above * (1 - above))
+    assert boot.disagree(0, 1) == pytest.approx(0.375, abs=0.04)  # 2 * 3/4 * 1/4
