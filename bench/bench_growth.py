@@ -93,7 +93,8 @@ def template_row() -> dict:
 
 def store_synthetic(data: dict, row: dict) -> tuple[int, int, float]:
     """Store all but the last 1 % of the grid's planned trials as batch objects; ``(trials, objects, s)``."""
-    from apiflow.results.store import ResultStore, rows_bytes
+    from apiflow.results.rowfiles import rows_bytes
+    from apiflow.results.store import ResultStore
     from cluster.driver import absolute_paths
     from cluster.plan import plan_grid
     from cluster.spec import GridSpec

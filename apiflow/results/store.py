@@ -15,6 +15,7 @@ through fsspec and behave alike)::
                                                 (never block a resume; their spend counts toward the budget)
     ledger/<attempt>.json                       the budget ledger's last checkpoint of one driver attempt
     compacted/model=<m>.parquet                 per-model merge written by ``compact``
+    compacted/_batches.json                     the batch objects that merge holds (``done_ids`` skips them)
 
 An existing row object means "already done": that is how resume and duplicate
 protection work, so every writer may race and exactly one row survives; readers keep
@@ -43,6 +44,7 @@ import pyarrow.parquet as pq
 
 from apiflow.errors import UsageError
 from apiflow.results.record import TrialRecord
+from apiflow.results.rowfiles import batch_digest, dedupe, ids_in, row_bytes, row_cost, rows_bytes
 from apiflow.results.rows import ROW_SCHEMA
 
 MANIFEST = "manifest.json"
@@ -50,6 +52,8 @@ _TMP_SEQ = itertools.count()
 
 
 _ROW_ENDINGS = (".parquet", ".arrow")
+COVERED = "compacted/_batches.json"
+"""The batch objects the last ``compact`` folded into the per-model files (``_``: not a row file)."""
 BATCHES = "batches"
 """``rows/batches/``: batch row objects (one model token never equals it: tokens are ``model=…``)."""
 
@@ -63,34 +67,6 @@ def model_token(model_slug: str) -> str:
 ROW_SUFFIXES = {"parquet": ".parquet", "arrow": ".arrow"}
 """Per-trial row formats. Parquet is the default; Arrow IPC costs ~0.06 ms instead of ~1.5 ms to write
 (docs/design/042-result-store.md). Compacted files are always Parquet; readers accept both."""
-
-
-def row_bytes(row: dict[str, Any], row_format: str = "parquet") -> bytes:
-    """One trial row as a complete in-memory file (uploaded in one PUT, so never half-visible)."""
-    return rows_bytes([row], row_format)
-
-
-def rows_bytes(rows: Sequence[dict[str, Any]], row_format: str = "parquet") -> bytes:
-    """Trial rows as one complete in-memory file (a trial's row, or a batch's rows)."""
-    batch = pa.RecordBatch.from_pylist(list(rows), schema=ROW_SCHEMA)
-    if row_format == "arrow":
-        stream = pa.BufferOutputStream()
-        with pa.ipc.new_file(stream, ROW_SCHEMA) as writer:
-            writer.write_batch(batch)
-        return stream.getvalue().to_pybytes()
-    sink = pa.BufferOutputStream()
-    # Few rows: compression, dictionaries and statistics cost more than they save (~2x faster write).
-    with pq.ParquetWriter(
-        sink, ROW_SCHEMA, compression="NONE", use_dictionary=False, write_statistics=False, store_schema=False
-    ) as writer:
-        writer.write_batch(batch)
-    return sink.getvalue().to_pybytes()
-
-
-def batch_digest(trial_ids: Iterable[str]) -> str:
-    """The key of a batch's row object: sha256 of its sorted trial ids (order-free, so a batch
-    re-sent after its actor died, or checked by the driver, names the same object)."""
-    return hashlib.sha256("\n".join(sorted(trial_ids)).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -287,7 +263,7 @@ class ResultStore:
         object is all-or-nothing), the others go back on the queue.
         """
         try:
-            return set(_ids_in(self._cat(self.batch_path(trial_ids))))
+            return set(ids_in(self._cat(self.batch_path(trial_ids))))
         except FileNotFoundError:
             return set()
 
@@ -306,15 +282,39 @@ class ResultStore:
         return os.path.exists(path) if self._local else bool(self.fs.exists(path))
 
     def done_ids(self) -> set[str]:
-        """Trial ids with a stored row: per-trial rows by listing, batch objects by their ids column."""
-        return set(self.row_ids())
+        """Trial ids with a stored row: per-trial rows by listing, batch objects by their ids column.
+
+        Batch objects that ``compact`` folded in (named in ``compacted/_batches.json``) are not read
+        again: their ids come from the compacted files' id column. Batch objects are create-only and
+        compaction only ever adds rows, so the list stays true; a resume after ``grid compact`` reads
+        ~one object per model instead of one per batch (on S3, one GET each).
+        """
+        singles, batches = self._row_objects()
+        covered = self._covered_batches()
+        ids = {_stem(p) for p in singles}
+        if covered:
+            compacted = self._list("compacted", ".parquet")
+            fs = None if self._local else self.fs
+            table = ds.dataset(
+                sorted(compacted), schema=ROW_SCHEMA, format="parquet", filesystem=fs
+            ).to_table(columns=["trial_id"])
+            ids.update(table.column("trial_id").to_pylist())
+        for _, data in self._cat_many([p for p in batches if p.rsplit("/", 1)[-1] not in covered]):
+            ids.update(ids_in(data))
+        return ids
+
+    def _covered_batches(self) -> set[str]:
+        try:
+            return set(json.loads(self._cat(self._path(COVERED))))
+        except FileNotFoundError:
+            return set()
 
     def row_ids(self) -> list[str]:
         """The trial id of every stored row, repeats kept (a test of "no duplicate" counts them)."""
         singles, batches = self._row_objects()
         ids = [_stem(p) for p in singles]
         for _, data in self._cat_many(batches):
-            ids.extend(_ids_in(data))
+            ids.extend(ids_in(data))
         return ids
 
     def _row_objects(self) -> tuple[list[str], list[str]]:
@@ -354,7 +354,7 @@ class ResultStore:
         for prefix in ("rows", "failures"):
             paths = self._list(prefix, _ROW_ENDINGS)
             count += len(paths)
-            totals.append(sum(_row_cost(path, data) for path, data in self._cat_many(paths)))
+            totals.append(sum(row_cost(path, data) for path, data in self._cat_many(paths)))
         return totals[0], totals[1], count
 
     def _cat_many(self, paths: list[str]) -> Iterable[tuple[str, bytes]]:
@@ -441,38 +441,11 @@ class ResultStore:
             pq.write_table(table, sink)
             self.overwrite(target, sink.getvalue())
             files.append(target)
+        # Last, after every per-model file: the batch objects those files now hold (done_ids skips them).
+        self.overwrite(
+            self._path(COVERED), json.dumps(sorted(p.rsplit("/", 1)[-1] for p in batches)).encode()
+        )
         return CompactSummary(rows_read=rows_read, trials=trials, files=tuple(files))
-
-
-def dedupe(table: pa.Table) -> pa.Table:
-    """Keep the first row of each trial id."""
-    first: dict[str, int] = {}
-    for index, trial_id in enumerate(table.column("trial_id").to_pylist()):
-        first.setdefault(trial_id, index)
-    if len(first) == table.num_rows:
-        return table
-    return table.take(sorted(first.values()))
-
-
-def _ids_in(data: bytes) -> list[str]:
-    """The trial ids of one batch row object (only that column is decoded)."""
-    # Row group by row group: ~6x cheaper than ``pq.read_table`` (no dataset machinery), which
-    # is what a resume pays per batch object (bench/bench_growth.py).
-    parquet = pq.ParquetFile(pa.BufferReader(data))
-    return [
-        str(v)
-        for group in range(parquet.num_row_groups)
-        for v in parquet.read_row_group(group, columns=["trial_id"]).column(0).to_pylist()
-    ]
-
-
-def _row_cost(path: str, data: bytes) -> float:
-    buffer = pa.BufferReader(data)
-    if path.endswith(".arrow"):
-        table = pyarrow.ipc.open_file(buffer).read_all().select(["cost_usd"])
-    else:
-        table = pq.read_table(buffer, columns=["cost_usd"], schema=ROW_SCHEMA)
-    return float(sum(v for v in table.column("cost_usd").to_pylist() if v is not None))
 
 
 def _stem(path: str) -> str:

@@ -159,3 +159,23 @@ def test_a_crash_before_the_batch_object_leaves_nothing_done(tmp_path, make_reco
     assert _batch(store, batch) is True and sorted(store.row_ids()) == sorted(
         r.apiflow.trial_id for r in batch
     )
+
+
+def test_after_compact_done_ids_skips_the_batches_it_folded_in(store, make_record, monkeypatch):
+    """compact names the batch objects it merged; done_ids then reads the compacted id column instead
+    of those objects, and still reads a batch written after the compaction."""
+    _batch(store, [make_record(trial_id=f"{i:032x}", epoch=i + 1) for i in range(3)])
+    _put(store, make_record(trial_id="a" * 32))
+    before = store.done_ids()
+    store.compact()
+    _batch(store, [make_record(trial_id="b" * 32), make_record(trial_id="c" * 32)])  # after the compaction
+    read: list[str] = []
+    cat_many = store._cat_many
+
+    def counting(paths):
+        read.extend(paths)
+        return cat_many(paths)
+
+    monkeypatch.setattr(store, "_cat_many", counting)
+    assert store.done_ids() == before | {"b" * 32, "c" * 32}
+    assert len(read) == 1  # only the batch written after the compaction
