@@ -23,25 +23,15 @@ from apiflow.bank.loader import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models.calibrated import CALIBRATED_PANEL
 from apiflow.models.registry import check_model_name, make_model, model_slug
-from apiflow.results.rows import record_to_row
+from apiflow.results.rows import ROW_SCHEMA, record_to_row
 
 CALIBRATED_API = "apiflow/sim:calibrated-"
 
 COLUMNS = ("model", "task_id", "epoch", "verdict", "harness", "g1_passed", "g2_passed", "abstained")
 """The row columns kept: what ``trials_from_table`` needs for rates, reach and failure classes."""
 
-SCHEMA = pa.schema(
-    [
-        ("model", pa.string()),
-        ("task_id", pa.string()),
-        ("epoch", pa.int64()),
-        ("verdict", pa.string()),
-        ("harness", pa.bool_()),
-        ("g1_passed", pa.bool_()),
-        ("g2_passed", pa.bool_()),
-        ("abstained", pa.string()),
-    ]
-)
+SCHEMA = pa.schema([ROW_SCHEMA.field(c) for c in COLUMNS])
+"""Those columns as the result store types them."""
 
 
 def label(model: str) -> str:
