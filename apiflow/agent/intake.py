@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from apiflow.models.base import ModelOutput, ToolCall, Usage
-from apiflow.tools.limits import ARGUMENT_CHARS, LimitError, NotJson, preview, scan, writable_text
+from apiflow.tools.limits import ARGUMENT_CHARS, LimitError, NotJson, Scan, preview, scan, writable_text
 
 TURN_TOOL_CALLS: Final = 64
 """Most tool calls of one turn that run (``parallel_calls``).
@@ -95,6 +95,8 @@ class CheckedTurn:
         runnable: How many calls run; the rest are refused by ``parallel_calls``.
         chars: The recorded turn's size, charged to ``TRANSCRIPT_CHARS``.
         dropped: Calls not even recorded because the turn alone outgrew the transcript bound.
+        scans: Per call, the bounds scan intake made of an arguments object that needed no
+            repair (else None): the toolbox takes it instead of walking the same object again.
     """
 
     output: ModelOutput
@@ -102,6 +104,7 @@ class CheckedTurn:
     runnable: int
     chars: int
     dropped: int = 0
+    scans: tuple[Scan | None, ...] = ()
 
 
 class TurnIntake:
@@ -131,12 +134,14 @@ class TurnIntake:
             raw_calls = ()
         calls: list[ToolCall] = []
         run_arguments: list[Any] = []
+        scans: list[Scan | None] = []
         for index, item in enumerate(raw_calls):
             if chars > budget:  # the turn alone is over the transcript: keep no more of it
                 break
-            call, run, size = self._call(item, index, excess=index >= TURN_TOOL_CALLS)
+            call, run, size, checked = self._call(item, index, excess=index >= TURN_TOOL_CALLS)
             calls.append(call)
             run_arguments.append(run)
+            scans.append(checked)
             chars += size
         output = raw
         if (
@@ -149,7 +154,8 @@ class TurnIntake:
             output = ModelOutput(text, reasoning, tuple(calls), raw.usage, raw.provider_cost_usd, raw.retries)
         output = self._accounting(output)
         runnable = min(len(calls), TURN_TOOL_CALLS)
-        return CheckedTurn(output, tuple(run_arguments), runnable, chars, len(raw_calls) - len(calls))
+        dropped = len(raw_calls) - len(calls)
+        return CheckedTurn(output, tuple(run_arguments), runnable, chars, dropped, tuple(scans))
 
     # -- text ------------------------------------------------------------------------------------
 
@@ -171,8 +177,8 @@ class TurnIntake:
 
     # -- calls -----------------------------------------------------------------------------------
 
-    def _call(self, item: Any, index: int, *, excess: bool) -> tuple[ToolCall, Any, int]:
-        """The recorded call, what the toolbox gets, and the recorded size."""
+    def _call(self, item: Any, index: int, *, excess: bool) -> tuple[ToolCall, Any, int, Scan | None]:
+        """The recorded call, what the toolbox gets, the recorded size, and the arguments' clean scan."""
         if not isinstance(item, ToolCall):
             self.log.repair("tool_call_type")
             item = ToolCall(None, f"<{type(item).__name__}>", "")  # type: ignore[arg-type]
@@ -180,11 +186,11 @@ class TurnIntake:
         name = self._name(item.name)
         if excess:
             shown = preview(item.arguments, _EXCESS_PREVIEW)
-            return ToolCall(call_id, name, shown), shown, len(call_id) + len(name) + len(shown)
-        recorded, run, size = self._arguments(item.arguments)
+            return ToolCall(call_id, name, shown), shown, len(call_id) + len(name) + len(shown), None
+        recorded, run, size, checked = self._arguments(item.arguments)
         if call_id is item.id and name is item.name and recorded is item.arguments:
-            return item, run, len(call_id) + len(name) + size
-        return ToolCall(call_id, name, recorded), run, len(call_id) + len(name) + size
+            return item, run, len(call_id) + len(name) + size, checked
+        return ToolCall(call_id, name, recorded), run, len(call_id) + len(name) + size, checked
 
     def _id(self, value: Any, index: int) -> str:
         fixed = writable_text(value) if isinstance(value, str) else None
@@ -207,27 +213,27 @@ class TurnIntake:
         self.log.repair("tool_name")
         return preview(value, NAME_CHARS)
 
-    def _arguments(self, value: Any) -> tuple[Any, Any, int]:
-        """``(recorded, run, size)`` for a call that runs."""
+    def _arguments(self, value: Any) -> tuple[Any, Any, int, Scan | None]:
+        """``(recorded, run, size, clean scan)`` for a call that runs."""
         if isinstance(value, str):
             if len(value) > ARGUMENT_CHARS:  # the toolbox refuses it by name; the record keeps a preview
-                return preview(value), value, _PREVIEW_SIZE
+                return preview(value), value, _PREVIEW_SIZE, None
             fixed = writable_text(value)
             if fixed is not value:
                 self.log.repair("unicode")
-            return fixed, fixed, len(fixed)
+            return fixed, fixed, len(fixed), None
         if value is None:
-            return {}, {}, 2
+            return {}, {}, 2, None
         if not isinstance(value, dict):
             self.log.repair("arguments_type")
             shown = preview(value)
-            return shown, shown, len(shown)
+            return shown, shown, len(shown), None
         try:
             checked = scan(value)
         except (LimitError, NotJson):
-            return preview(value), value, _PREVIEW_SIZE
+            return preview(value), value, _PREVIEW_SIZE, None
         self.log.repair("unicode", checked.repaired)
-        return checked.value, checked.value, checked.chars
+        return checked.value, checked.value, checked.chars, None if checked.repaired else checked
 
     # -- usage, cost, retries --------------------------------------------------------------------
 
@@ -266,6 +272,11 @@ def _clean_usage(usage: Any) -> Usage:
     if not isinstance(usage, Usage):
         return Usage()
     parts = (usage.input, usage.output, usage.cache_read, usage.cache_write, usage.reasoning)
+    for part in parts:  # the common case, checked without building the clean counts
+        if type(part) is not int or not 0 <= part <= USAGE_TOKENS:
+            break
+    else:
+        return usage
     counts = tuple(_count(p) for p in parts)
     if all(type(p) is int and p == c for p, c in zip(parts, counts, strict=True)):
         return usage

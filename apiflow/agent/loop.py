@@ -24,7 +24,7 @@ from apiflow.agent.intake import TRANSCRIPT_CHARS, TURN_TOOL_CALLS, CheckedTurn,
 from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError, ToolCall, Usage
 from apiflow.results.record import Termination
 from apiflow.tools import ToolResult
-from apiflow.tools.limits import writable_text
+from apiflow.tools.limits import Scan, writable_text
 
 LimitName = Literal["messages", "tool_calls", "tokens", "time", "transcript_chars"]
 
@@ -59,7 +59,9 @@ class TrialLimits:
 class ToolRunner(Protocol):
     """What the loop needs from the toolbox."""
 
-    def call(self, name: str, arguments: dict[str, Any] | str) -> ToolResult: ...
+    def call(self, name: str, arguments: dict[str, Any] | str, scanned: Scan | None = None) -> ToolResult:
+        """Run one call; ``scanned`` is intake's bounds scan of ``arguments`` (``Toolbox.call``)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -181,7 +183,8 @@ class _Loop:
             if self._over_transcript():
                 return self._stop_limit("transcript_chars")
             if index < turn.runnable:
-                result = self.tools.call(call.name, turn.run_arguments[index])
+                scanned = turn.scans[index] if index < len(turn.scans) else None
+                result = self.tools.call(call.name, turn.run_arguments[index], scanned)
                 self.out.tool_calls += 1
                 self.out.parse_errors += bool(result.parse_error)
             else:  # a fresh result per call: messages must not share one error dict

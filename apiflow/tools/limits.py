@@ -99,19 +99,32 @@ class Scan:
 
 
 class _Walk:
+    """One scan's running totals.
+
+    The checks and their order are those of the plain recursive walk (a bound is raised at the
+    first value that crosses it, in document order); string leaves, by far the most common, are
+    handled inline in the container loops instead of through ``value``: one method call per
+    leaf was most of a scan's cost (docs/design/030, "Trial cost, round two").
+    """
+
     __slots__ = ("chars", "max_chars", "max_depth", "repaired")
 
     def __init__(self, max_chars: int, max_depth: int) -> None:
         self.chars, self.repaired = 0, 0
         self.max_chars, self.max_depth = max_chars, max_depth
 
+    def over(self) -> None:
+        raise LimitError("argument_chars", f"The arguments hold more than {self.max_chars:,} characters")
+
     def charge(self, chars: int) -> None:
         self.chars += chars
         if self.chars > self.max_chars:
-            raise LimitError("argument_chars", f"The arguments hold more than {self.max_chars:,} characters")
+            self.over()
 
     def text(self, value: str) -> str:
         self.charge(len(value) + 2)
+        if value.isascii():
+            return value
         fixed = writable_text(value)
         if fixed is not value:
             self.repaired += 1
@@ -141,21 +154,44 @@ class _Walk:
 
     def container(self, value: dict[Any, Any] | list[Any] | tuple[Any, ...], depth: int) -> Any:
         self.charge(2)
+        inner = depth + 1
+        limit = self.max_chars
         if isinstance(value, dict):
             changed = False
             out: dict[str, Any] = {}
             for key, item in value.items():
-                if not isinstance(key, str):
+                if type(key) is str and key.isascii():  # inline ``text``: same charge, same check
+                    self.chars += len(key) + 2
+                    if self.chars > limit:
+                        self.over()
+                    fixed_key = key
+                elif isinstance(key, str):
+                    fixed_key = self.text(key)
+                else:
                     raise NotJson(f"an object key of type {type(key).__name__} is not a JSON string")
-                fixed_key = self.text(key)
-                fixed = self.value(item, depth + 1)
+                if type(item) is str and item.isascii():
+                    # The item's charge (+2) and the pair's (+2) in one check: nothing runs
+                    # between the two, and either raises the same error.
+                    self.chars += len(item) + 4
+                    if self.chars > limit:
+                        self.over()
+                    out[fixed_key] = item
+                    changed = changed or fixed_key is not key
+                    continue
+                fixed = self.value(item, inner)
                 changed = changed or fixed_key is not key or fixed is not item
                 out[fixed_key] = fixed
                 self.charge(2)
             return out if changed else value
         items = []
         for item in value:
-            items.append(self.value(item, depth + 1))
+            if type(item) is str and item.isascii():
+                self.chars += len(item) + 3
+                if self.chars > limit:
+                    self.over()
+                items.append(item)
+                continue
+            items.append(self.value(item, inner))
             self.charge(1)
         if isinstance(value, list) and all(a is b for a, b in zip(items, value, strict=True)):
             return value

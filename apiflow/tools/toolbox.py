@@ -18,7 +18,7 @@ from typing import Any
 from apiflow.tools.arguments import QuickCheck, decode_arguments, quick_check, validate_arguments
 from apiflow.tools.contract import TERMINATING_TOOLS, TOOL_FUNCTIONS, ToolContext
 from apiflow.tools.execute import Send
-from apiflow.tools.limits import TOOL_RESULT_CHARS, LimitError, NotJson, preview, scan
+from apiflow.tools.limits import TOOL_RESULT_CHARS, LimitError, NotJson, Scan, preview, scan
 from apiflow.tools.result import ArgumentError, ToolError, ToolResult
 from apiflow.tools.schemas import parameters_for
 from apiflow.tools.workspace import Workspace
@@ -52,19 +52,23 @@ class Toolbox:
         self.workspace = workspace
         self._context = ToolContext(workspace=workspace, send=send)
 
-    def call(self, name: str, arguments: dict[str, Any] | str) -> ToolResult:
+    def call(self, name: str, arguments: dict[str, Any] | str, scanned: Scan | None = None) -> ToolResult:
         """Run one tool call and return its result in the published shape.
 
         Args:
             name: Tool name (read, write, edit, search, execute, clarify, report_blocked).
             arguments: The arguments object, or its JSON encoding. Anything else the model sent
                 (a list, a number, a value JSON cannot carry) is a ``parsing`` error.
+            scanned: The bounds scan an edge already made of ``arguments`` (the agent's turn
+                intake). Taken only when it is of this very object and repaired nothing: then it
+                is exactly the scan this call would make, and the walk is not done twice.
         """
         function = _FUNCTIONS.get(name) if isinstance(name, str) else None
         if function is None:
             return ToolResult.failed("parsing", f"Tool {preview(name, 200)} not found")
         try:
-            checked = scan(decode_arguments(arguments))
+            reuse = scanned is not None and scanned.value is arguments and not scanned.repaired
+            checked = scanned if reuse and scanned is not None else scan(decode_arguments(arguments))
             decoded = checked.value
             quick = _quick_check(name)
             if quick is None or not quick.admits(decoded):

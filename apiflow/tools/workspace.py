@@ -149,15 +149,18 @@ class _Variables:
     """Scope -> name -> value; scopes kept in lookup order, then any agent-made scope."""
 
     by_scope: dict[str, dict[str, Any]] = field(default_factory=lambda: {s: {} for s in SCOPES})
+    held: int = 0  # how many variables: kept as they are set, since every execute asks (ensure_room)
 
     def set(self, scope: str, name: str, value: Any) -> None:
-        self.by_scope.setdefault(scope, {})[name] = value
+        values = self.by_scope.setdefault(scope, {})
+        self.held += name not in values
+        values[name] = value
 
     def has(self, scope: str, name: str) -> bool:
         return name in self.by_scope.get(scope, ())
 
     def count(self) -> int:
-        return sum(len(values) for values in self.by_scope.values())
+        return self.held
 
     def find(self, name: str, scopes: Iterable[str]) -> tuple[str, Any] | None:
         for scope in scopes:
@@ -226,7 +229,9 @@ class Workspace:
         """
         held = len(self._entities) + self._vars.count()
         if held + new > WORKSPACE_ENTITIES:
-            raise LimitError("workspace_entities", f"The workspace already holds {held:,} entities and variables")
+            raise LimitError(
+                "workspace_entities", f"The workspace already holds {held:,} entities and variables"
+            )
 
     def charge_stored(self, chars: int) -> None:
         """Count ``chars`` more characters of model-stored content, refusing a call over the bound.

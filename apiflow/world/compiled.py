@@ -81,17 +81,45 @@ class CompiledWorld:
     netloc: str
     openapi: dict[str, Any]
     spec_content: dict[str, Any]
-    by_segments: dict[int, tuple[CompiledRoute, ...]]
+    routes: RouteIndex
     auth_failures: dict[str, CompiledResponse]
 
     def match_routes(self, path: str) -> list[tuple[CompiledRoute, dict[str, str]]]:
         """Every route whose template matches ``path``, in declaration order, with its parameters."""
         found = []
-        for route in self.by_segments.get(path.count("/"), ()):
+        for route in self.routes.candidates(path):
             params = route.match(path)
             if params is not None:
                 found.append((route, params))
         return found
+
+
+_PREFIX = 2  # leading segments a route is indexed by when they are literal
+
+
+@dataclass(frozen=True, slots=True)
+class RouteIndex:
+    """Routes by their number of "/" and, when literal, their first two segments.
+
+    A path parameter never spans a "/", and a literal segment only matches itself, so a path
+    can only match the routes filed under its own count and leading segments, or a route whose
+    leading segments hold a parameter (``wild``). Trying only those, instead of every route with
+    the same count (about 40 per request on ``bank/v1``), was a tenth of dispatch.
+    """
+
+    exact: dict[tuple[int, tuple[str, ...]], tuple[tuple[int, CompiledRoute], ...]]
+    wild: dict[int, tuple[tuple[int, CompiledRoute], ...]]
+
+    def candidates(self, path: str) -> list[CompiledRoute]:
+        """The routes that may match ``path``, in declaration order."""
+        segments = path.count("/")
+        exact = self.exact.get((segments, tuple(path.split("/", _PREFIX + 1)[1 : _PREFIX + 1])), ())
+        wild = self.wild.get(segments, ())
+        if not wild:
+            return [route for _, route in exact]
+        if not exact:
+            return [route for _, route in wild]
+        return [route for _, route in sorted(exact + wild, key=lambda entry: entry[0])]
 
 
 def _compile_response(spec: ResponseSpec) -> CompiledResponse:
@@ -124,12 +152,22 @@ def _compile_route(route: Route) -> CompiledRoute:
     )
 
 
-def _by_segments(routes: list[Route]) -> dict[int, tuple[CompiledRoute, ...]]:
-    """Routes grouped by their number of "/" (a path parameter never spans one), in declaration order."""
-    groups: dict[int, list[CompiledRoute]] = {}
-    for route in routes:
-        groups.setdefault(route.path.count("/"), []).append(_compile_route(route))
-    return {segments: tuple(group) for segments, group in groups.items()}
+def _route_index(routes: list[Route]) -> RouteIndex:
+    """Compile the routes and file each by segment count and literal leading segments."""
+    exact: dict[tuple[int, tuple[str, ...]], list[tuple[int, CompiledRoute]]] = {}
+    wild: dict[int, list[tuple[int, CompiledRoute]]] = {}
+    for index, route in enumerate(routes):
+        entry = (index, _compile_route(route))
+        segments = route.path.count("/")
+        prefix = tuple(route.path.split("/", _PREFIX + 1)[1 : _PREFIX + 1])
+        if any("{" in part for part in prefix):
+            wild.setdefault(segments, []).append(entry)
+        else:
+            exact.setdefault((segments, prefix), []).append(entry)
+    return RouteIndex(
+        exact={key: tuple(group) for key, group in exact.items()},
+        wild={key: tuple(group) for key, group in wild.items()},
+    )
 
 
 def compile_world(world: WorldDef) -> CompiledWorld:
@@ -138,7 +176,7 @@ def compile_world(world: WorldDef) -> CompiledWorld:
         netloc=parse_url(world.server).netloc,
         openapi=openapi_document(world),
         spec_content=spec_content(world),
-        by_segments=_by_segments(world.routes),
+        routes=_route_index(world.routes),
         auth_failures={name: _compile_response(getattr(world.auth, name)) for name in AUTH_FAILURES},
     )
 

@@ -25,7 +25,7 @@ class FakeToolbox:
     calls: list[tuple[str, Any]] = field(default_factory=list)
     executes: int = 0
 
-    def call(self, name: str, arguments: dict[str, Any] | str) -> FakeResult:
+    def call(self, name: str, arguments: dict[str, Any] | str, scanned: Any = None) -> FakeResult:
         self.calls.append((name, arguments))
         if isinstance(arguments, str):
             try:
