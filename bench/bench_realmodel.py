@@ -174,12 +174,22 @@ class GridReport:
 
 
 def run_grid(
-    api_base: str, task_ids: list[str], epochs: int, *, max_tokens: int = 256, max_messages: int = 24
+    api_base: str,
+    task_ids: list[str],
+    epochs: int,
+    *,
+    max_tokens: int = 256,
+    max_messages: int = 24,
+    max_seconds: float = 3600.0,
 ) -> GridReport:
     """Run ``task_ids`` x ``epochs`` against the server at ``api_base`` and measure them.
 
     ``max_tokens`` bounds each reply and ``max_messages`` each trial so that no conversation can
     outgrow the model's context (an overflow is a provider 400, a harness outcome, not the model's).
+    ``max_seconds`` bounds each trial, and each call may take as long (the client timeout): the
+    server answers one request at a time and cannot cancel one, so a call a trial abandons at its
+    time limit still delays the next trial's first call; a shorter client timeout would turn a
+    loaded machine's slowness into provider errors.
     """
     from apiflow.models.litellm_client import configure_litellm
 
@@ -189,11 +199,11 @@ def run_grid(
     prices = table.price(MODEL_ID)
     slug = model_slug(MODEL_ID)
     run_id = run_id_for(bank.hash, slug, task_ids, epochs, 0)
-    limits = TrialLimits(max_messages=max_messages, max_seconds=900.0)
+    limits = TrialLimits(max_messages=max_messages, max_seconds=max_seconds)
     # Greedy, so reruns compare. llama-cpp-python's tool handler renders the tools into the prompt
     # only when the request names a tool_choice; without one the model never sees them.
     config = GenerateConfig(temperature=0.0, max_tokens=max_tokens, extra={"tool_choice": "auto"})
-    params = {"api_base": api_base, "api_key": "sk-local", "timeout": 600}
+    params = {"api_base": api_base, "api_key": "sk-local", "timeout": max_seconds}
     report, seconds = GridReport(price_table=f"{table.version} ({table.hash[:12]})"), []
 
     async def run_all() -> None:
@@ -244,10 +254,17 @@ def main(argv: list[str] | None = None) -> int:
         "--threads", type=int, default=1, help="llama.cpp threads (default 1, see LlamaServer)"
     )
     parser.add_argument("--max-messages", type=int, default=24, help="message cap per trial (default 24)")
+    parser.add_argument("--max-seconds", type=float, default=3600.0, help="time cap per trial and per call")
     parser.add_argument("--json", help="also write the report to this file")
     args = parser.parse_args(argv)
-    if min(args.tasks, args.epochs, args.max_tokens, args.threads) < 1 or args.max_messages < 4:
-        parser.error("--tasks, --epochs, --max-tokens and --threads must be at least 1, --max-messages 4")
+    if (
+        min(args.tasks, args.epochs, args.max_tokens, args.threads) < 1
+        or args.max_messages < 4
+        or args.max_seconds <= 0
+    ):
+        parser.error(
+            "--tasks, --epochs, --max-tokens, --threads must be >= 1, --max-messages >= 4, --max-seconds > 0"
+        )
     try:
         model = gguf_path()
         check_server_python(args.server_python)
@@ -262,7 +279,12 @@ def main(argv: list[str] | None = None) -> int:
     with server as url:
         startup_s = round(time.perf_counter() - started, 2)
         report = run_grid(
-            url, task_ids, args.epochs, max_tokens=args.max_tokens, max_messages=args.max_messages
+            url,
+            task_ids,
+            args.epochs,
+            max_tokens=args.max_tokens,
+            max_messages=args.max_messages,
+            max_seconds=args.max_seconds,
         )
     result = {"model": MODEL_ID, "gguf": str(model), "server_startup_s": startup_s,
               "threads": args.threads, "load_avg": os.getloadavg(), **report.__dict__}  # fmt: skip

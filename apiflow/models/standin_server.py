@@ -119,6 +119,9 @@ class StandinStats:
     billed_cache_read: int = 0
     billed_cache_write: int = 0
     billed_reasoning: int = 0
+    in_flight: int = 0
+    peak_in_flight: int = 0
+    """Most requests open at once (being handled, latency included): bench/bench_concurrency.py."""
     answered_at: list[float] = field(default_factory=list)
 
 
@@ -190,6 +193,18 @@ class StandinProvider:
         ``p_malformed`` applies to the OpenAI wire only).
         """
         self._count("requests")
+        with self.lock:
+            self.stats.in_flight += 1
+            self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
+        try:
+            return self._handle(body, auth, wire)
+        finally:
+            with self.lock:
+                self.stats.in_flight -= 1
+
+    def _handle(
+        self, body: dict[str, Any], auth: str, wire: Wire
+    ) -> tuple[int, dict[str, str], dict[str, Any] | str | None]:
         c = self.config
         error = anthropic_wire.error_body if wire == "anthropic" else _error
         echo = f" (request credentials: {auth})" if c.echo_auth and auth else ""
@@ -334,8 +349,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        if self.path.rstrip("/").endswith("/stats"):
+        if self.path.rstrip("/").endswith("/stats"):  # answer times: GET /stats/times (they are many)
             self._send(200, {}, asdict(self.provider.stats) | {"answered_at": []})
+        elif self.path.rstrip("/").endswith("/stats/times"):
+            with self.provider.lock:
+                self._send(200, {}, {"answered_at": list(self.provider.stats.answered_at)})
         elif self.path.rstrip("/").endswith("/models"):
             self._send(200, {}, {"object": "list", "data": []})
         else:
@@ -366,6 +384,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, headers, payload)
 
 
+class _Listener(ThreadingHTTPServer):
+    """One thread per open request, and a listen backlog for a thousand clients connecting at
+    once (the default 5 drops SYNs, which clients see as seconds-long connect retries)."""
+
+    request_queue_size = 4096
+
+
 class StandinServer:
     """The HTTP server in a background thread: ``with StandinServer(cfg) as url: ...``.
 
@@ -377,7 +402,7 @@ class StandinServer:
     def __init__(self, config: StandinConfig | None = None, port: int = 0) -> None:
         self.provider = StandinProvider(config or StandinConfig())
         handler = type("Handler", (_Handler,), {"provider": self.provider})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.httpd = _Listener(("127.0.0.1", port), handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -1,0 +1,176 @@
+"""Issue 11 §4: the provider path at cluster concurrency — calls in flight, calls/s, memory.
+
+A grid of ``apiflow/blank`` trials (one model call each: a fixed number per trial) through the
+real provider path (Ray actors -> ``LiteLLMClient`` -> litellm -> HTTP) against the stand-in
+provider in its own process on 127.0.0.1, answering every call after ``--latency-s`` (1 s).
+Concurrency is actors x trials per actor; the ideal throughput is min(concurrency / latency,
+rate limit). Reports the stand-in's peak of open requests (calls in flight), achieved calls/s in
+the steady state (the middle 80% of answers) against the ideal, the driver's peak RSS and each
+trial-worker actor's peak RSS (VmHWM, sampled from /proc while the grid runs).
+
+    python bench/bench_concurrency.py [--trials 5005] [--actors 2] [--per-actor 500] [--rpm N]
+
+Runs on a private local Ray (``run_grid`` with no address: its own temp dir, stopped with the
+grid). litellm's aiohttp pool allows 500 connections per host per process by default
+(``AIOHTTP_CONNECTOR_LIMIT_PER_HOST``); this script raises it to the per-actor concurrency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+import yaml  # noqa: E402
+from chaoskit import _wait_http, free_port  # noqa: E402
+
+from apiflow.bank import DEFAULT_BANK, load_bank  # noqa: E402
+from apiflow.results.prices import DEFAULT_PRICE_TABLE  # noqa: E402
+
+
+def _vm_hwm_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _actor_pids() -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"ray::TrialWorker" in cmd:
+                pids.append(int(entry))
+    return pids
+
+
+def _cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+class PeakRss:
+    """Samples the trial-worker actors' VmHWM (the kernel's own peak) and CPU time every second."""
+
+    def __init__(self) -> None:
+        self.peaks: dict[int, int] = {}
+        self.cpu: dict[int, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(1.0):
+            for pid in _actor_pids():
+                self.peaks[pid] = max(self.peaks.get(pid, 0), _vm_hwm_kb(pid))
+                self.cpu[pid] = max(self.cpu.get(pid, 0.0), _cpu_s(pid))
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python bench/bench_concurrency.py", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--trials", type=int, default=5005, help="trials (default 5005 = 13 tasks x 385 epochs)"
+    )
+    parser.add_argument("--actors", type=int, default=2)
+    parser.add_argument("--per-actor", type=int, default=500, help="trials per actor at once (default 500)")
+    parser.add_argument("--latency-s", type=float, default=1.0)
+    parser.add_argument("--rpm", type=float, help="the grid's rate limit for the provider (default none)")
+    args = parser.parse_args(argv)
+    if min(args.trials, args.actors, args.per_actor) < 1 or args.latency_s <= 0:
+        parser.error("--trials, --actors, --per-actor must be >= 1 and --latency-s > 0")
+    os.environ["AIOHTTP_CONNECTOR_LIMIT_PER_HOST"] = str(max(500, args.per_actor))
+    os.environ["AIOHTTP_CONNECTOR_LIMIT"] = str(max(1000, args.per_actor))
+    from cluster.driver import run_grid
+    from cluster.spec import GridSpec
+
+    tasks = sorted(load_bank(DEFAULT_BANK).tasks)
+    epochs = -(-args.trials // len(tasks))
+    port = free_port()
+    standin = subprocess.Popen([sys.executable, "-m", "apiflow.models.standin_server", "--port", str(port),
+                                "--latency-s", str(args.latency_s)], cwd=ROOT, stdout=subprocess.DEVNULL)  # fmt: skip
+    url = f"http://127.0.0.1:{port}/v1"
+    work = Path(tempfile.mkdtemp(prefix="bench-conc-"))
+    sampler = PeakRss()
+    try:
+        _wait_http(f"{url}/models", 120)
+        table = yaml.safe_load(DEFAULT_PRICE_TABLE.read_text())
+        table["models"]["openai/apiflow/*"] = dict(table["models"]["apiflow/*"])
+        (work / "prices.yaml").write_text(json.dumps(table))
+        spec = GridSpec.model_validate({
+            "name": "concurrency", "bank": str(DEFAULT_BANK), "out": str(work / "out"),
+            "price_table": str(work / "prices.yaml"), "epochs": epochs,
+            "models": [{"model": "openai/apiflow/blank", "slug": "standin-blank",
+                        "params": {"api_base": url, "api_key": "sk-standin", "timeout": 120}}],
+            "concurrency": {"actors": args.actors, "trials_per_actor": args.per_actor},
+            **({"ratelimits": {"openai": {"rpm": args.rpm, "burst_s": 1.0}}} if args.rpm else {}),
+        })  # fmt: skip
+        sampler.thread.start()
+        started = time.perf_counter()
+        summary = run_grid(spec, progress=False)
+        wall = time.perf_counter() - started
+        sampler.stop.set()
+        stats = get_json(f"{url}/stats")
+        times = sorted(get_json(f"{url}/stats/times")["answered_at"])
+    finally:
+        sampler.stop.set()
+        standin.terminate()
+        standin.wait(timeout=30)
+    concurrency = args.actors * args.per_actor
+    ideal = min(concurrency / args.latency_s, args.rpm / 60.0 if args.rpm else float("inf"))
+    cut = len(times) // 10
+    steady = times[cut : len(times) - cut]
+    rate = (len(steady) - 1) / (steady[-1] - steady[0]) if len(steady) > 1 else 0.0
+    driver_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    actors_mb = sorted(round(kb / 1024) for kb in sampler.peaks.values())
+    load = os.getloadavg()
+    print(f"{summary.tally.done} trials ({args.trials} asked), {stats['answered']} calls answered, "
+          f"{stats['rejected']} rejected, {summary.tally.harness} harness outcomes; wall {wall:.1f} s; "
+          f"load {load[0]:.1f} {load[1]:.1f}")  # fmt: skip
+    print(f"concurrency {args.actors} actors x {args.per_actor} = {concurrency}; latency {args.latency_s} s; "
+          f"rate limit {f'{args.rpm:.0f} rpm' if args.rpm else 'none'}")  # fmt: skip
+    print(f"calls in flight: peak {stats['peak_in_flight']} (target >= 1000)")
+    print(f"throughput: {rate:.1f} calls/s steady (middle 80% of answers) vs ideal {ideal:.1f} = "
+          f"{rate / ideal:.1%} (target >= 90%)")  # fmt: skip
+    print(f"peak RSS: driver {driver_mb:.0f} MB; actors {actors_mb} MB (median "
+          f"{statistics.median(actors_mb) if actors_mb else 0} MB)")  # fmt: skip
+    actor_cpu = sum(sampler.cpu.values())
+    done = max(1, summary.tally.done)
+    print(f"actor CPU: {actor_cpu:.1f} s in all = {actor_cpu / done * 1e3:.1f} ms per trial (one call each); "
+          f"at that cost {os.cpu_count()} cores carry at most {os.cpu_count() / (actor_cpu / done):.0f} calls/s")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
