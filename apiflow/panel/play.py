@@ -45,32 +45,36 @@ def bank_at(path: str) -> Bank:
     return load_bank(path)
 
 
-def play_model(bank_path: str, model: str, epochs: int, seed: int = 0) -> list[dict[str, Any]]:
-    """Every task of the bank x ``epochs`` trials of one offline model: one row per trial."""
+def play_epoch(bank_path: str, model: str, epoch: int, seed: int = 0) -> list[dict[str, Any]]:
+    """Every task of the bank, one trial of one offline model in epoch ``epoch``: one row per trial
+    (the unit the stability runs play and resume)."""
     bank = bank_at(bank_path)
-    tasks = list(bank.tasks.values())
     slug, name = model_slug(model), label(model)
 
     async def run_all() -> list[dict[str, Any]]:
         rows = []
-        for epoch in range(1, epochs + 1):
-            for task in tasks:
-                record = await run_trial(
-                    task,
-                    bank.world_of(task),
-                    make_model(model, task, trial_seed(seed, task.id, epoch)),
-                    seed=seed,
-                    epoch=epoch,
-                    bank_name=bank.name,
-                    bank_hash=bank.hash,
-                    run_id=f"panel-check-{bank.hash[:12]}",
-                    model_slug=slug,
-                )
-                row = record_to_row(record)
-                rows.append({**{c: row[c] for c in COLUMNS}, "model": name})
+        for task in bank.tasks.values():
+            record = await run_trial(
+                task,
+                bank.world_of(task),
+                make_model(model, task, trial_seed(seed, task.id, epoch)),
+                seed=seed,
+                epoch=epoch,
+                bank_name=bank.name,
+                bank_hash=bank.hash,
+                run_id=f"panel-check-{bank.hash[:12]}",
+                model_slug=slug,
+            )
+            row = record_to_row(record)
+            rows.append({**{c: row[c] for c in COLUMNS}, "model": name})
         return rows
 
     return asyncio.run(run_all())
+
+
+def play_model(bank_path: str, model: str, epochs: int, seed: int = 0) -> list[dict[str, Any]]:
+    """Every task of the bank x ``epochs`` trials of one offline model, epoch by epoch."""
+    return [row for epoch in range(1, epochs + 1) for row in play_epoch(bank_path, model, epoch, seed)]
 
 
 def play_panel(
