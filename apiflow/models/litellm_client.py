@@ -27,11 +27,17 @@ import logging
 import os
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from apiflow.errors import UsageError
-from apiflow.models.base import GenerateConfig, ModelOutput, ProviderError, ToolCall, Usage
+from apiflow.models.base import GenerateConfig, ModelOutput, ProviderError, ToolCall
+from apiflow.models.provider_fields import (
+    ReplayState,
+    get_field,
+    reasoning_text,
+    replay_state,
+    usage_from_response,
+)
 from apiflow.redact import RedactingFilter, redact, secrets_in
 
 RetryHook = Callable[[Callable[[], Awaitable[Any]], list[dict[str, Any]]], Awaitable[Any]]
@@ -122,49 +128,6 @@ def _openai_tool_call(call: dict[str, Any]) -> dict[str, Any]:
     return {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": encoded}}
 
 
-REPLAY_FIELDS = ("thinking_blocks", "reasoning_items", "reasoning_content")
-"""Assistant-message fields litellm returns that the provider needs back with the turn: Anthropic's
-signed thinking blocks, the Responses API's reasoning items (encrypted content), and the
-``reasoning_content`` open-weight reasoning models (DeepSeek, Kimi, ...) refuse a tool loop without."""
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayState:
-    """What one assistant turn must carry back to its provider beyond its text and tool calls.
-
-    Attributes:
-        fields: The turn's ``REPLAY_FIELDS`` as litellm returned them (absent ones left out).
-        call_fields: Each tool call's ``provider_specific_fields`` (Gemini thought signatures), by
-            position; None where a call had none.
-    """
-
-    fields: dict[str, Any]
-    call_fields: tuple[dict[str, Any] | None, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not self.fields and not any(self.call_fields)
-
-
-def _replay_state(message: Any) -> ReplayState:
-    fields = {name: value for name in REPLAY_FIELDS if (value := _plain(_get(message, name)))}
-    calls = tuple(
-        _plain(_get(call, "provider_specific_fields")) or None for call in (_get(message, "tool_calls") or ())
-    )
-    return ReplayState(fields, calls)
-
-
-def _plain(value: Any) -> Any:
-    """litellm's pydantic/typed-dict values as plain JSON data, so a replayed turn is sent as received."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(exclude_none=True)
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
 OPENAI_WIRE_PROVIDERS = frozenset(
     {"openai", "hosted_vllm", "llamafile", "lm_studio", "custom_openai", "openai_like"}
 )
@@ -252,116 +215,20 @@ def parse_arguments(raw: str | None) -> dict[str, Any] | str:
     return value if isinstance(value, dict) else raw
 
 
-def _get(obj: Any, name: str) -> Any:
-    if obj is None:
-        return None
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-
-def _tokens(value: Any) -> int:
-    """A token count as the provider sent it; what is not a finite number counts 0 (the loop's
-    intake bounds the rest, docs/design/031) rather than raising out of ``generate``."""
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError, OverflowError):
-        return 0
-
-
-USAGE_SOURCES: dict[str, tuple[tuple[str | None, str], ...]] = {
-    "cache_read": (
-        # OpenAI and Fireworks report it here, and litellm maps Anthropic's and DeepSeek's here too.
-        ("prompt_tokens_details", "cached_tokens"),
-        (None, "cache_read_input_tokens"),  # Anthropic (litellm copies it to the top level)
-        (None, "prompt_cache_hit_tokens"),  # DeepSeek's own field, if litellm did not map it
-        (None, "cached_tokens"),  # Moonshot / Kimi put it at the top level
-    ),
-    "cache_write": (
-        (None, "cache_creation_input_tokens"),  # Anthropic
-        ("prompt_tokens_details", "cache_creation_tokens"),  # litellm's name for the same
-        ("prompt_tokens_details", "cache_write_tokens"),  # OpenRouter
-    ),
-    "reasoning": (
-        # OpenAI, DeepSeek, Gemini; for Anthropic litellm fills it (its own estimate from the thinking).
-        ("completion_tokens_details", "reasoning_tokens"),
-        (None, "reasoning_tokens"),
-    ),
-}
-"""Where each provider reports each priced kind, first found wins (``(details object, field)``).
-
-Every source counts a subset of litellm's totals: cache reads and writes are inside
-``prompt_tokens`` and reasoning inside ``completion_tokens``, which is why ``usage_from_response``
-subtracts them to make the kinds disjoint."""
-
-
-def _first_count(usage: Any, kind: str) -> int:
-    for details, name in USAGE_SOURCES[kind]:
-        value = _get(_get(usage, details) if details else usage, name)
-        if value:
-            return _tokens(value)
-    return 0
-
-
-def usage_from_response(usage: Any) -> Usage:
-    """litellm usage -> our ``Usage`` by priced kind (``USAGE_SOURCES`` says where each is read).
-
-    ``input`` excludes cache reads and writes (litellm's ``prompt_tokens`` includes them);
-    the kinds are disjoint, as the price table prices them: ``output`` is the visible completion,
-    ``reasoning`` the completion tokens spent on reasoning (litellm counts both in ``completion_tokens``).
-    """
-    if usage is None:
-        return Usage()
-    prompt = _tokens(_get(usage, "prompt_tokens"))
-    completion = _tokens(_get(usage, "completion_tokens"))
-    cache_read = _first_count(usage, "cache_read")
-    cache_write = _first_count(usage, "cache_write")
-    reasoning = _first_count(usage, "reasoning")
-    return Usage(
-        input=max(0, prompt - cache_read - cache_write),
-        output=max(0, completion - reasoning),
-        cache_read=cache_read,
-        cache_write=cache_write,
-        reasoning=reasoning,
-    )
-
-
-def reasoning_text(message: Any) -> str | None:
-    """The reasoning the record keeps for one turn, as the published records do.
-
-    Readable reasoning when there is some (``reasoning_content``, which litellm also fills from
-    Anthropic thinking blocks and Responses summaries); otherwise the opaque form the provider sent
-    (a redacted thinking block's data, a reasoning item's encrypted content), like the published
-    ``"gAAAAA…"`` reasoning blocks (REFERENCE §1).
-    """
-    readable = _get(message, "reasoning_content")
-    if isinstance(readable, str) and readable:
-        return readable
-    opaque = [
-        str(data)
-        for block in (_get(message, "thinking_blocks") or ())
-        if (data := _get(block, "data") or _get(block, "thinking"))
-    ]
-    opaque += [
-        str(data)
-        for item in (_get(message, "reasoning_items") or ())
-        if (data := _get(item, "encrypted_content"))
-    ]
-    return "\n".join(opaque) or None
-
-
 def output_from_response(response: Any) -> ModelOutput:
     """A litellm ``ModelResponse`` -> ``ModelOutput`` (first choice)."""
     message = response.choices[0].message
     calls = tuple(
         ToolCall(str(c.id), str(c.function.name), parse_arguments(c.function.arguments))
-        for c in (_get(message, "tool_calls") or ())
+        for c in (get_field(message, "tool_calls") or ())
     )
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost")
     return ModelOutput(
-        text=_get(message, "content") or "",
+        text=get_field(message, "content") or "",
         reasoning=reasoning_text(message),
         tool_calls=calls,
-        usage=usage_from_response(_get(response, "usage")),
+        usage=usage_from_response(get_field(response, "usage")),
         provider_cost_usd=float(cost) if isinstance(cost, int | float) else None,
     )
 
@@ -451,7 +318,7 @@ class LiteLLMClient:
         except Exception as exc:  # a harness bug: still loud, but its text may quote the request too
             raise _harness_fault(exc, self.secrets) from None
         output = output_from_response(response)
-        state = _replay_state(response.choices[0].message)
+        state = replay_state(response.choices[0].message)
         self.turns.extend([None] * (held - len(self.turns)))  # turns this client did not produce
         self.turns.append(None if state.empty else state)
         if retry_log:

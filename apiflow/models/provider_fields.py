@@ -1,0 +1,154 @@
+"""What a provider's response carries beyond text and tool calls, read the same for every provider.
+
+Two tables the litellm adapter (``apiflow.models.litellm_client``) works from, kept apart from it
+because they are data about providers, not adapter logic, and import no litellm: the per-turn
+reasoning state each provider needs replayed in a tool loop (``REPLAY_FIELDS``, ``ReplayState``;
+docs/design/046-provider-fidelity.md) and where each provider reports each priced token kind
+(``USAGE_SOURCES``, ``usage_from_response``), plus the reasoning text a record keeps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from apiflow.models.base import Usage
+
+REPLAY_FIELDS = ("thinking_blocks", "reasoning_items", "reasoning_content")
+"""Assistant-message fields litellm returns that the provider needs back with the turn: Anthropic's
+signed thinking blocks, the Responses API's reasoning items (encrypted content), and the
+``reasoning_content`` open-weight reasoning models (DeepSeek, Kimi, ...) refuse a tool loop without."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayState:
+    """What one assistant turn must carry back to its provider beyond its text and tool calls.
+
+    Attributes:
+        fields: The turn's ``REPLAY_FIELDS`` as litellm returned them (absent ones left out).
+        call_fields: Each tool call's ``provider_specific_fields`` (Gemini thought signatures), by
+            position; None where a call had none.
+    """
+
+    fields: dict[str, Any]
+    call_fields: tuple[dict[str, Any] | None, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.fields and not any(self.call_fields)
+
+
+def replay_state(message: Any) -> ReplayState:
+    fields = {name: value for name in REPLAY_FIELDS if (value := _plain(get_field(message, name)))}
+    calls = tuple(
+        _plain(get_field(call, "provider_specific_fields")) or None
+        for call in (get_field(message, "tool_calls") or ())
+    )
+    return ReplayState(fields, calls)
+
+
+def _plain(value: Any) -> Any:
+    """litellm's pydantic/typed-dict values as plain JSON data, so a replayed turn is sent as received."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(exclude_none=True)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def get_field(obj: Any, name: str) -> Any:
+    if obj is None:
+        return None
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _tokens(value: Any) -> int:
+    """A token count as the provider sent it; what is not a finite number counts 0 (the loop's
+    intake bounds the rest, docs/design/031) rather than raising out of ``generate``."""
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+USAGE_SOURCES: dict[str, tuple[tuple[str | None, str], ...]] = {
+    "cache_read": (
+        # OpenAI and Fireworks report it here, and litellm maps Anthropic's and DeepSeek's here too.
+        ("prompt_tokens_details", "cached_tokens"),
+        (None, "cache_read_input_tokens"),  # Anthropic (litellm copies it to the top level)
+        (None, "prompt_cache_hit_tokens"),  # DeepSeek's own field, if litellm did not map it
+        (None, "cached_tokens"),  # Moonshot / Kimi put it at the top level
+    ),
+    "cache_write": (
+        (None, "cache_creation_input_tokens"),  # Anthropic
+        ("prompt_tokens_details", "cache_creation_tokens"),  # litellm's name for the same
+        ("prompt_tokens_details", "cache_write_tokens"),  # OpenRouter
+    ),
+    "reasoning": (
+        # OpenAI, DeepSeek, Gemini; for Anthropic litellm fills it (its own estimate from the thinking).
+        ("completion_tokens_details", "reasoning_tokens"),
+        (None, "reasoning_tokens"),
+    ),
+}
+"""Where each provider reports each priced kind, first found wins (``(details object, field)``).
+
+Every source counts a subset of litellm's totals: cache reads and writes are inside
+``prompt_tokens`` and reasoning inside ``completion_tokens``, which is why ``usage_from_response``
+subtracts them to make the kinds disjoint."""
+
+
+def _first_count(usage: Any, kind: str) -> int:
+    for details, name in USAGE_SOURCES[kind]:
+        value = get_field(get_field(usage, details) if details else usage, name)
+        if value:
+            return _tokens(value)
+    return 0
+
+
+def usage_from_response(usage: Any) -> Usage:
+    """litellm usage -> our ``Usage`` by priced kind (``USAGE_SOURCES`` says where each is read).
+
+    ``input`` excludes cache reads and writes (litellm's ``prompt_tokens`` includes them);
+    the kinds are disjoint, as the price table prices them: ``output`` is the visible completion,
+    ``reasoning`` the completion tokens spent on reasoning (litellm counts both in ``completion_tokens``).
+    """
+    if usage is None:
+        return Usage()
+    prompt = _tokens(get_field(usage, "prompt_tokens"))
+    completion = _tokens(get_field(usage, "completion_tokens"))
+    cache_read = _first_count(usage, "cache_read")
+    cache_write = _first_count(usage, "cache_write")
+    reasoning = _first_count(usage, "reasoning")
+    return Usage(
+        input=max(0, prompt - cache_read - cache_write),
+        output=max(0, completion - reasoning),
+        cache_read=cache_read,
+        cache_write=cache_write,
+        reasoning=reasoning,
+    )
+
+
+def reasoning_text(message: Any) -> str | None:
+    """The reasoning the record keeps for one turn, as the published records do.
+
+    Readable reasoning when there is some (``reasoning_content``, which litellm also fills from
+    Anthropic thinking blocks and Responses summaries); otherwise the opaque form the provider sent
+    (a redacted thinking block's data, a reasoning item's encrypted content), like the published
+    ``"gAAAAA…"`` reasoning blocks (REFERENCE §1).
+    """
+    readable = get_field(message, "reasoning_content")
+    if isinstance(readable, str) and readable:
+        return readable
+    opaque = [
+        str(data)
+        for block in (get_field(message, "thinking_blocks") or ())
+        if (data := get_field(block, "data") or get_field(block, "thinking"))
+    ]
+    opaque += [
+        str(data)
+        for item in (get_field(message, "reasoning_items") or ())
+        if (data := get_field(item, "encrypted_content"))
+    ]
+    return "\n".join(opaque) or None
