@@ -227,6 +227,8 @@ def part_d(work: Path, epochs: int = 5, batch: int = 64) -> None:
           f"{cpu_s / len(sample) * 1000:.2f} ms/trial CPU")  # fmt: skip
     print(f"    wall {wall:.1f} s end to end (target <= 40 s), of which Ray start {phases.get('ray_start', '?')} s, "
           f"actors {phases.get('actors', '?')} s, trial phase {trials_s:.1f} s; {len(plan) / wall:.0f} trials/s")  # fmt: skip
+    ray_start = float(phases.get("ray_start", "nan"))
+    print(f"    wall without Ray start-up: {wall - ray_start:.1f} s")
     print(f"    rows stored {len(set(ids))} distinct / {len(ids)} physical (planned {len(plan)}); "
           f"row objects {sum(1 for _ in store._list('rows', ('.parquet', '.arrow')))}")  # fmt: skip
     print(f"    trial phase / ideal ({len(plan)} x in-process s/trial / {cores} cores = {ideal:.1f} s): "

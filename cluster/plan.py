@@ -9,6 +9,7 @@ worker stamps the planned id on the record it stores.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import random
@@ -78,6 +79,18 @@ def task_slots(spec: GridSpec, bank: Bank) -> list[tuple[Task, int]]:
 
 def plan_grid(spec: GridSpec, bank: Bank) -> list[PlannedTrial]:
     """Every trial of the grid, in run order (see ``run_order``)."""
+    # Hundreds of thousands of small acyclic objects: the cyclic GC would walk them again and
+    # again while they are built and find nothing (~40 % of planning at 443,650 trials).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _plan(spec, bank)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _plan(spec: GridSpec, bank: Bank) -> list[PlannedTrial]:
     version = agent_version(trial_limits(spec))
     schema_hash = tool_schema_hash()
     ids = TrialIds(bank.hash, version, schema_hash)
