@@ -1,4 +1,5 @@
-"""Reasoning replay, strict provider checks and usage kinds: litellm against the stand-in on 127.0.0.1.
+"""Reasoning replay, strict provider checks, usage kinds and OpenAI-compatible servers' rules: litellm
+against the stand-in on 127.0.0.1.
 
 Each trial here runs the real provider path — ``LiteLLMClient`` -> litellm's ``anthropic/`` or
 ``openai/`` route -> HTTP -> the stand-in — with a real model id (the stand-in plays it with the
@@ -19,6 +20,7 @@ import pytest
 from apiflow.agent import run_trial_sync
 from apiflow.agent.prompts import initial_messages
 from apiflow.bank import DEFAULT_BANK, load_bank
+from apiflow.models import litellm_client
 from apiflow.models.litellm_client import (
     LiteLLMClient,
     ReplayState,
@@ -296,3 +298,51 @@ def test_usage_kinds_are_read_where_each_provider_reports_them(
 ) -> None:
     got = usage_from_response(usage)
     assert (got.input, got.output, got.cache_read, got.cache_write, got.reasoning) == kinds
+
+
+# -- OpenAI-compatible servers: what llama-cpp-python's server refused ------------------------------
+# bench/bench_realmodel.py found it: litellm drops an assistant turn's ``content: None`` key, and
+# llama-cpp-python's chatml-function-calling template then fails with HTTP 500 (docs/design/046).
+
+
+@pytest.fixture
+def llama_like() -> Iterator[StandinServer]:
+    server = StandinServer(StandinConfig(plays=(("smollm2", "apiflow/oracle"),), require_content=True))
+    server.start()
+    yield server
+    server.stop()
+
+
+def smollm(server: StandinServer) -> LiteLLMClient:
+    return LiteLLMClient("openai/smollm2", {"api_base": server.url, "api_key": "sk-local"})
+
+
+def test_a_tool_loop_passes_on_a_server_that_reads_every_content(
+    bank: Any, llama_like: StandinServer
+) -> None:
+    record = play(bank, smollm(llama_like))
+    assert record.apiflow.termination == Termination.ANSWERED and record.passed
+    assert record.apiflow.model_calls >= 10 and llama_like.provider.stats.server_errors == 0
+
+
+def test_without_empty_text_the_server_fails_as_llama_cpp_did(
+    bank: Any, llama_like: StandinServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(litellm_client, "empty_text_for", lambda model: None)  # the old conversion
+    record = play(bank, smollm(llama_like))
+    assert record.apiflow.termination == Termination.PROVIDER_ERROR and record.apiflow.model_calls == 1
+    assert "'dict object' has no attribute 'content'" in (record.apiflow.harness_error or "")
+    assert llama_like.provider.stats.server_errors == 1
+
+
+def test_only_openai_wire_routes_send_empty_text() -> None:
+    configure_litellm()
+    assert empty_text_for("openai/smollm2") == "" == empty_text_for("openai/responses/gpt-5-mini")
+    assert empty_text_for("hosted_vllm/qwen") == ""
+    # litellm turns "" into an empty text part on Gemini and drops None itself for Anthropic.
+    assert empty_text_for(f"anthropic/{CLAUDE}") is None and empty_text_for("gemini/gemini-2.5-flash") is None
+    turn = [
+        {"role": "assistant", "content": [], "tool_calls": [{"id": "c", "name": "read", "arguments": {}}]}
+    ]
+    assert to_openai_messages(turn, (), "")[0]["content"] == ""
+    assert to_openai_messages(turn)[0]["content"] is None
