@@ -44,6 +44,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("INSPECT_DISPLAY", "none")
 
+from bench_trial import _kwargs as trial_kwargs  # noqa: E402  # bench/ is on sys.path as the script's folder
+from bench_trial import pick_tasks  # noqa: E402
+
 from apiflow.agent import run_trial, trial_seed  # noqa: E402
 from apiflow.agent.prompts import user_message  # noqa: E402
 from apiflow.bank import Bank, load_bank  # noqa: E402
@@ -55,19 +58,14 @@ TOOL_CALLS = 12
 
 
 def twelve_call_tasks(bank: Bank) -> list[Task]:
-    """The tasks whose golden path is exactly 12 tool calls."""
-    return [t for t in bank.tasks.values() if sum(len(s.calls) for s in t.golden) == TOOL_CALLS]
+    """The tasks whose golden path is exactly 12 tool calls (those ``bench_trial.py`` plays)."""
+    tasks = pick_tasks(bank, TOOL_CALLS)
+    assert all(sum(len(s.calls) for s in t.golden) == TOOL_CALLS for t in tasks), "no 12-call task"
+    return tasks
 
 
 def _ours_kwargs(bank: Bank, epoch: int) -> dict[str, Any]:
-    return dict(
-        seed=0,
-        epoch=epoch,
-        bank_name=bank.name,
-        bank_hash=bank.hash,
-        run_id="bench",
-        model_slug="apiflow-oracle",
-    )
+    return trial_kwargs(bank, None, epoch)  # type: ignore[arg-type]  # the task is not used
 
 
 async def _ours(bank: Bank, tasks: list[Task], n: int) -> None:
