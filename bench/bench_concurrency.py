@@ -54,16 +54,34 @@ def _vm_hwm_kb(pid: int) -> int:
     return 0
 
 
-def _actor_pids() -> list[int]:
-    pids = []
+def _descendants(root: int) -> set[int]:
+    """Every process below ``root`` (from /proc): our private Ray's workers, not another session's."""
+    parents: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
+                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
                 continue
-            if b"ray::TrialWorker" in cmd:
-                pids.append(int(entry))
+            parents.setdefault(ppid, []).append(int(entry))
+    found, todo = set(), [root]
+    while todo:
+        for child in parents.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _actor_pids() -> list[int]:
+    pids = []
+    for pid in _descendants(os.getpid()):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"ray::TrialWorker" in cmd:
+            pids.append(pid)
     return pids
 
 
