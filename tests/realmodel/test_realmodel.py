@@ -31,7 +31,7 @@ def test_a_real_model_plays_trials_without_harness_faults() -> None:
         pytest.skip(str(exc))
     tasks = bench.sample_task_ids(2)
     with bench.LlamaServer(model) as url:
-        report = bench.run_grid(url, tasks, 1, max_tokens=128)
+        report = bench.run_grid(url, tasks, 1, max_tokens=96, max_messages=12)  # a few calls each
     assert report.trials == 2 and report.harness_outcomes == 0, report.harness_errors
     assert report.model_calls >= 2 and report.call_seconds["calls"] == report.model_calls
     assert report.tokens["input"] > 1000 and report.tokens["output"] > 0  # the system prompt alone
