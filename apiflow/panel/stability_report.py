@@ -27,7 +27,7 @@ def markdown(record: dict) -> str:
     tau, within = record["tau"], record["tau_within"]
     summary = [
         f"Metric: {record['metric']}. {s['splits']} splits ({', '.join(splits)}; "
-        f"{setup.get('worlds', '?')} worlds each, {setup.get('epochs', '?')} epochs, run seed "
+        f"{setup.get('worlds', '?')} worlds each, {setup.get('epochs', '?')} epoch(s), run seed "
         f"{setup.get('run_seed', '?')}), {s['models']} models. Bootstrap: {record['bootstrap']['resamples']:,} "
         f"world cluster resamples per split, seed {record['bootstrap']['seed']}, {level}% percentile intervals.",
         f"Kendall's τ-b between splits: mean {_f(tau['mean'])} (min {_f(tau['min'])}, max {_f(tau['max'])}); "
@@ -141,7 +141,7 @@ def plot(record: dict, path: Path) -> None:
     ax.set_xlabel("rank (1 = best); bars: within-split world-bootstrap interval")
     ax.set_xlim(0.5, len(models) + 0.5)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("Rank of each model across regenerated splits", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
