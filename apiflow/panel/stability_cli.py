@@ -17,8 +17,6 @@ The computation is ``apiflow.panel.stability``; the tables and plot are ``stabil
 from __future__ import annotations
 
 import argparse
-import asyncio
-import functools
 import os
 import shutil
 import sys
@@ -30,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from apiflow.bank.loader import Bank, load_bank
+from apiflow.bank.loader import load_bank
 from apiflow.errors import UsageError
 
 V1 = Path(__file__).resolve().parents[2] / "bank" / "v1"
@@ -99,13 +97,10 @@ def split_bank(seed: int, out: Path, worlds: int | None) -> Path:
     return path
 
 
-@functools.cache
-def _bank(bank_path: str) -> Bank:
-    return load_bank(bank_path)  # seconds for a full bank: once per path and process, not per unit
-
-
 def _bank_id(bank_path: Path) -> tuple[str, str]:
-    bank = _bank(str(bank_path))
+    from apiflow.panel.play import bank_at  # loaded once per path and process, shared with play_epoch
+
+    bank = bank_at(str(bank_path))
     return bank.name, bank.hash
 
 
@@ -117,42 +112,9 @@ def trial_file(out: Path, bank_path: Path, model: str, epoch: int, seed: int) ->
     return out / "trials" / f"{name}-{digest[:12]}-r{seed}" / f"{label(model)}-e{epoch}.parquet"
 
 
-def play_epoch(bank_path: str, model: str, epoch: int, seed: int) -> list[dict[str, Any]]:
-    """One epoch of ``apiflow.panel.play.play_model``: the same trials and rows (same trial seeds and
-    run id), so epochs can be played, and resumed, one at a time (a test holds the two equal)."""
-    from apiflow.agent import run_trial
-    from apiflow.agent.ids import trial_seed
-    from apiflow.models.registry import make_model, model_slug
-    from apiflow.panel.play import COLUMNS, label
-    from apiflow.results.rows import record_to_row
-
-    bank = _bank(bank_path)
-    slug, name = model_slug(model), label(model)
-
-    async def run_all() -> list[dict[str, Any]]:
-        rows = []
-        for task in bank.tasks.values():
-            record = await run_trial(
-                task,
-                bank.world_of(task),
-                make_model(model, task, trial_seed(seed, task.id, epoch)),
-                seed=seed,
-                epoch=epoch,
-                bank_name=bank.name,
-                bank_hash=bank.hash,
-                run_id=f"panel-check-{bank.hash[:12]}",
-                model_slug=slug,
-            )
-            row = record_to_row(record)
-            rows.append({**{c: row[c] for c in COLUMNS}, "model": name})
-        return rows
-
-    return asyncio.run(run_all())
-
-
 def play_unit(bank_path: str, model: str, epoch: int, seed: int, path: str) -> int:
     """Play one epoch of one model on one bank; write its rows atomically (a kill leaves no half file)."""
-    from apiflow.panel.play import SCHEMA
+    from apiflow.panel.play import SCHEMA, play_epoch
 
     rows = play_epoch(bank_path, model, epoch, seed)
     tmp = Path(path).with_suffix(f".tmp{os.getpid()}")

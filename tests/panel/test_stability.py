@@ -96,13 +96,20 @@ def test_cli_bad_input_is_a_usage_error(tmp_path, capsys):
     assert "at least two distinct seeds" in err and "unknown: nope" in err
 
 
-def test_play_epoch_rows_equal_play_model_rows():
+def test_a_stability_trial_file_holds_play_models_rows_of_its_epoch(tmp_path):
+    import pyarrow.parquet as pq
+
     from apiflow.panel.play import play_model
-    from apiflow.panel.stability_cli import play_epoch
+    from apiflow.panel.stability_cli import play_unit
 
     model = "apiflow/sim:calibrated-gpt-5.5"
-    by_epoch = play_epoch("bank/sample", model, 1, 0) + play_epoch("bank/sample", model, 2, 0)
-    assert by_epoch == play_model("bank/sample", model, 2, 0)
+    path = tmp_path / "e2.parquet"
+    n = play_unit("bank/sample", model, 2, 0, str(path))
+    stored = pq.read_table(path).to_pylist()
+    assert n == len(stored) and stored == [
+        r for r in play_model("bank/sample", model, 2, 0) if r["epoch"] == 2
+    ]
+    assert not list(tmp_path.glob("*.tmp*"))  # the temp file was moved into place
 
 
 def test_resample_pair_disagreement_is_two_pi_one_minus_pi():
