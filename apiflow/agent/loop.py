@@ -21,12 +21,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from apiflow.agent.intake import TRANSCRIPT_CHARS, TURN_TOOL_CALLS, CheckedTurn, InputLog, TurnIntake
-from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError, ToolCall, Usage
+from apiflow.models.base import (
+    ContextWindowExceeded,
+    GenerateConfig,
+    ModelClient,
+    ModelOutput,
+    ProviderError,
+    ToolCall,
+    Usage,
+)
 from apiflow.results.record import Termination
 from apiflow.tools import ToolResult
 from apiflow.tools.limits import Scan, writable_text
 
-LimitName = Literal["messages", "tool_calls", "tokens", "time", "transcript_chars"]
+LimitName = Literal["messages", "tool_calls", "tokens", "time", "transcript_chars", "context_window"]
 
 _MESSAGE_OVERHEAD = 64  # characters charged per message beyond its strings (keys, ids, punctuation)
 _EXCESS_CALL_MESSAGE = (
@@ -268,6 +276,9 @@ async def run_loop(
         else:  # raised by the client itself, not our budget: a harness fault
             loop.out.termination = Termination.HARNESS_ERROR
             loop.out.harness_error = harness_error_text(exc)
+    except ContextWindowExceeded as exc:  # the model's own limit: scored, like running out of messages
+        loop.out.termination, loop.out.limit = Termination.LIMIT, "context_window"
+        loop.out.retries.extend(exc.retries)
     except ProviderError as exc:
         loop.out.termination = Termination.PROVIDER_ERROR
         loop.out.retries.extend(exc.retries)

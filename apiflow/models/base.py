@@ -92,6 +92,19 @@ class ProviderError(Exception):
         self.retries = retries
 
 
+class ContextWindowExceeded(Exception):
+    """The conversation no longer fits the model's context window (the provider said so).
+
+    The model's own limit, not a fault: the trial ends as ``limit`` with ``apiflow.limit`` =
+    ``context_window`` and is scored, as Inspect AI scores a ``model_length`` stop. Retrying or
+    resuming would only replay the same overflow.
+    """
+
+    def __init__(self, message: str, retries: tuple[dict[str, Any], ...] = ()) -> None:
+        super().__init__(message)
+        self.retries = retries
+
+
 @runtime_checkable
 class ModelClient(Protocol):
     """A model that can take the next turn of a trial."""

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from apiflow.errors import UsageError
-from apiflow.models.base import GenerateConfig, ModelOutput, ProviderError, ToolCall
+from apiflow.models.base import ContextWindowExceeded, GenerateConfig, ModelOutput, ProviderError, ToolCall
 from apiflow.models.provider_fields import (
     ReplayState,
     get_field,
@@ -314,6 +314,10 @@ class LiteLLMClient:
         try:
             response = await self.retry(lambda: litellm.acompletion(**kwargs), retry_log)
         except _provider_faults() as exc:
+            if isinstance(exc, litellm.ContextWindowExceededError):  # the model's limit, not a fault
+                raise ContextWindowExceeded(
+                    _provider_error(exc, retry_log, self.secrets).args[0], tuple(retry_log)
+                ) from None
             raise _provider_error(exc, retry_log, self.secrets) from None
         except Exception as exc:  # a harness bug: still loud, but its text may quote the request too
             raise _harness_fault(exc, self.secrets) from None

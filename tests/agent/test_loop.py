@@ -10,7 +10,14 @@ import pytest
 from apiflow.agent.loop import TrialLimits, run_loop
 from apiflow.agent.prompts import initial_messages
 from apiflow.bank.task import GoldenCall
-from apiflow.models.base import GenerateConfig, ModelOutput, ProviderError, ToolCall, Usage
+from apiflow.models.base import (
+    ContextWindowExceeded,
+    GenerateConfig,
+    ModelOutput,
+    ProviderError,
+    ToolCall,
+    Usage,
+)
 from apiflow.models.offline import PlannedCall, ScriptedModel, Turn, card_text, oracle_model
 from apiflow.results.record import Termination
 
@@ -127,6 +134,13 @@ def test_provider_error_is_a_harness_outcome() -> None:
     outcome, _, _ = _run(_FailingModel(exc))
     assert outcome.termination is Termination.PROVIDER_ERROR
     assert outcome.retries == [{"attempt": 1}] and "RateLimitError" in (outcome.harness_error or "")
+
+
+def test_context_window_overflow_is_the_models_limit_not_a_harness_outcome() -> None:
+    exc = ContextWindowExceeded("ContextWindowExceededError: 8212 > 8192", retries=({"attempt": 1},))
+    outcome, _, _ = _run(_FailingModel(exc))
+    assert (outcome.termination, outcome.limit) == (Termination.LIMIT, "context_window")
+    assert outcome.retries == [{"attempt": 1}] and outcome.harness_error is None
 
 
 def test_model_client_bug_is_a_harness_error() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from apiflow.models.base import GenerateConfig, ProviderError, Usage
+from apiflow.models.base import ContextWindowExceeded, GenerateConfig, ProviderError, Usage
 from apiflow.models.litellm_client import (
     LiteLLMClient,
     LiteLLMProviderError,
@@ -158,6 +158,19 @@ def test_provider_faults_raise_provider_error_after_one_attempt(stand_in: StandI
         asyncio.run(_client(stand_in).generate(TRANSCRIPT[:2], TOOLS, GenerateConfig()))
     assert isinstance(info.value, LiteLLMProviderError) and info.value.status_code == status
     assert len(stand_in.requests) - before == 1  # no hidden retry layer: retries belong to the runner
+    stand_in.replies.clear()
+
+
+def test_context_window_overflow_is_raised_as_the_models_limit(stand_in: StandIn) -> None:
+    # The body llama-cpp-python's server (and OpenAI) send when the prompt outgrows the context.
+    message = "This model's maximum context length is 8192 tokens, however you requested 8212 tokens"
+    error = {
+        "error": {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}
+    }
+    stand_in.replies.append((400, error, {}))
+    with pytest.raises(ContextWindowExceeded) as info:
+        asyncio.run(_client(stand_in).generate(TRANSCRIPT[:2], TOOLS, GenerateConfig()))
+    assert "8192" in str(info.value) and not isinstance(info.value, ProviderError)
     stand_in.replies.clear()
 
 
