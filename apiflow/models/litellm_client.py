@@ -315,9 +315,7 @@ class LiteLLMClient:
             response = await self.retry(lambda: litellm.acompletion(**kwargs), retry_log)
         except _provider_faults() as exc:
             if isinstance(exc, litellm.ContextWindowExceededError):  # the model's limit, not a fault
-                raise ContextWindowExceeded(
-                    _provider_error(exc, retry_log, self.secrets).args[0], tuple(retry_log)
-                ) from None
+                raise ContextWindowExceeded(_fault_text(exc, self.secrets), tuple(retry_log)) from None
             raise _provider_error(exc, retry_log, self.secrets) from None
         except Exception as exc:  # a harness bug: still loud, but its text may quote the request too
             raise _harness_fault(exc, self.secrets) from None
@@ -363,14 +361,21 @@ def _provider_error(
     redaction: it holds exception class names, statuses and numbers only (models/retry.py).
     """
     status = getattr(exc, "status_code", None)
-    message = redact(f"{type(exc).__name__}: {exc}", secrets)[:MESSAGE_LIMIT]
     return LiteLLMProviderError(
-        message, tuple(retry_log), status if isinstance(status, int) else None, type(exc).__name__
+        _fault_text(exc, secrets),
+        tuple(retry_log),
+        status if isinstance(status, int) else None,
+        type(exc).__name__,
     )
 
 
+def _fault_text(exc: Exception, secrets: frozenset[str]) -> str:
+    """A provider exception's text as a record may hold it: redacted, then cut to ``MESSAGE_LIMIT``."""
+    return redact(f"{type(exc).__name__}: {exc}", secrets)[:MESSAGE_LIMIT]
+
+
 def _harness_fault(exc: Exception, secrets: frozenset[str] = frozenset()) -> LiteLLMHarnessFault:
-    fault = LiteLLMHarnessFault(redact(f"{type(exc).__name__}: {exc}", secrets)[:MESSAGE_LIMIT])
+    fault = LiteLLMHarnessFault(_fault_text(exc, secrets))
     fault.add_note(
         "original traceback (redacted):\n" + redact("".join(traceback.format_exception(exc)), secrets)
     )
