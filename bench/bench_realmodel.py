@@ -143,6 +143,13 @@ class TimedModel:
             self.seconds.append(time.perf_counter() - started)
 
 
+def ending(record: TrialRecord) -> str:
+    """How a trial ended: its termination, with the limit's name when a limit ended it
+    (``limit/context_window`` and ``limit/messages`` call for different fixes)."""
+    a = record.apiflow
+    return f"{a.termination.value}/{a.limit}" if a.limit else a.termination.value
+
+
 @dataclass
 class GridReport:
     """What one real-model grid measured."""
@@ -163,7 +170,7 @@ class GridReport:
         a = record.apiflow
         self.trials += 1
         self.verdicts[record.verdict or "-"] = self.verdicts.get(record.verdict or "-", 0) + 1
-        self.terminations[a.termination.value] = self.terminations.get(a.termination.value, 0) + 1
+        self.terminations[ending(record)] = self.terminations.get(ending(record), 0) + 1
         self.model_calls += a.model_calls
         for kind, count in a.tokens.model_dump().items():
             self.tokens[kind] = self.tokens.get(kind, 0) + count
@@ -216,7 +223,7 @@ def run_grid(
                                          limits=limits, model_slug=slug, config=config)  # fmt: skip
                 record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, prices)
                 report.add(record)
-                print(f"  {task_id}-t{epoch}  {record.verdict or '-'}  {record.apiflow.termination.value}  "
+                print(f"  {task_id}-t{epoch}  {record.verdict or '-'}  {ending(record)}  "
                       f"calls={record.apiflow.model_calls}  tokens={record.tokens.total}  "
                       f"{record.duration_s:.1f}s", flush=True)  # fmt: skip
 
