@@ -9,7 +9,13 @@ folder, warms the page cache, then measures in the same run:
 * ``regrade`` with 1 worker and with ``--workers`` workers (evidence + grading + compare);
 
 and prints files/s, MB/s, the ratios to the baseline, and an extrapolation to the full
-published corpus (56,037 files, 2.2 GB; target ≤ 30 s on 2 cores).
+published corpus (56,037 files, 2.2 GB; target ≤ 15 s on 2 cores, issue 11 §6).
+
+CPU seconds are user+system of every process of the run (this process and its pool workers,
+which are reaped when the pool shuts down). On a shared machine wall time is mostly other
+people's load, so the verdict is the projection from CPU seconds: the ``--workers`` run's CPU
+(driver + workers) spread over ``--workers`` free cores, scaled by files and by bytes to the
+full corpus (the larger of the two). The 1-minute load average is printed at start and end.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from apiflow.grading.regrade import iter_trial_files, regrade  # noqa: E402
 FIXTURES = ROOT / "tests" / "data" / "transcripts"
 CORPUS_FILES = 56_037
 CORPUS_BYTES = 2.2e9
-TARGET_S = 30.0
+TARGET_S = 15.0
 
 
 def replicate(dest: Path, copies: int) -> tuple[int, int]:
@@ -87,10 +93,11 @@ def main() -> int:
             wall, cpu, summary = timed(lambda w=workers: regrade([folder], workers=w))
             assert summary.files == files and not summary.disagreements, "bench corpus must regrade cleanly"
             rows.append((f"regrade, {workers} worker(s)", wall, cpu))
+        load_end = os.getloadavg()[0]
     mb = size / 1e6
     print(
         f"corpus: {files} files, {mb:.1f} MB ({args.copies} copies of the fixtures); "
-        f"1-min load average at start {load:.2f} on {os.cpu_count()} cores"
+        f"1-min load average {load:.2f} at start, {load_end:.2f} at end, on {os.cpu_count()} cores"
     )
     print(
         f"{'':26} {'wall s':>7} {'cpu s':>6} {'files/s':>8} {'MB/s':>6} {'× json.load':>11} "
@@ -103,15 +110,25 @@ def main() -> int:
         )
     best_wall = min(wall for _, wall, _ in rows[1:])
     projected = max(best_wall / files * CORPUS_FILES, best_wall / size * CORPUS_BYTES)
-    cpu_1 = rows[1][2]
-    on_free_cores = max(cpu_1 / files * CORPUS_FILES, cpu_1 / size * CORPUS_BYTES) / args.workers
-    verdict = "meets" if projected <= TARGET_S else "misses"
+    cpu_n = rows[-1][2]
+    on_free_cores = max(cpu_n / files * CORPUS_FILES, cpu_n / size * CORPUS_BYTES) / args.workers
+    verdict = "meets" if on_free_cores <= TARGET_S else "misses"
     print(
-        f"projected full corpus, wall clock as measured: {projected:.1f} s ({verdict} the {TARGET_S:.0f} s target)"
+        f"CPU per file: {rows[1][2] / files * 1e3:.3f} ms with 1 worker, {cpu_n / files * 1e3:.3f} ms with "
+        f"{args.workers} (driver + workers); json.load alone {base_cpu / files * 1e3:.3f} ms"
+    )
+    print(
+        f"projected full corpus, wall clock as measured: {projected:.1f} s (at load {load:.2f}-{load_end:.2f})"
     )
     print(
         f"projected full corpus from CPU time on {args.workers} free cores: {on_free_cores:.1f} s "
-        f"(1-worker CPU seconds / {args.workers}; excludes contention from other processes)"
+        f"({verdict} the {TARGET_S:.0f} s target; {args.workers}-worker CPU seconds of all processes / "
+        f"{args.workers}; excludes contention from other processes)"
+    )
+    cpu_1 = rows[1][2]
+    print(
+        f"  (from the 1-worker run's CPU / {args.workers}, as earlier rounds reported it: "
+        f"{max(cpu_1 / files * CORPUS_FILES, cpu_1 / size * CORPUS_BYTES) / args.workers:.1f} s)"
     )
     return 0
 
