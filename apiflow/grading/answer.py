@@ -133,7 +133,8 @@ class Comparison:
 
 
 def _normalise(text: str) -> str:
-    return "".join(ch for ch in text.lower() if ch.isalnum())
+    """Lower-cased, alphanumeric characters only (``filter``: same characters, no generator)."""
+    return "".join(filter(str.isalnum, text.lower()))
 
 
 def _as_text(value: Any) -> str:

@@ -8,7 +8,7 @@ aggregate the segment-tagged predicates of a chain (REFERENCE §5.4).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,10 +18,14 @@ from apiflow.grading.refs import loads_maybe
 from apiflow.grading.spec import CheckpointSpec, ConstraintSpec
 
 
-def _route_matches(exchange: Exchange, pattern: str, method: str | None) -> bool:
-    if method is not None and exchange.method != method.upper():
-        return False
-    return url_regex(pattern).search(exchange.url)
+def _matching(exchanges: Iterable[Exchange], pattern: str, method: str | None) -> Iterator[Exchange]:
+    """The exchanges sent to a route, in order: ``method`` (any when None, else compared upper-cased)
+    and a URL that ``pattern`` searches; the pattern is looked up and the method cased once."""
+    regex = url_regex(pattern)
+    if method is None:
+        return (e for e in exchanges if regex.search(e.url))
+    wanted = method.upper()
+    return (e for e in exchanges if e.method == wanted and regex.search(e.url))
 
 
 def _body_contains(body: Any, wanted: dict[str, object]) -> bool:
@@ -32,10 +36,9 @@ def _body_contains(body: Any, wanted: dict[str, object]) -> bool:
 def checkpoint(spec: CheckpointSpec, evidence: Evidence) -> dict[str, Any]:
     """One checkpoint in the published shape: hit when some request of the trial matches it."""
     hit = any(
-        _route_matches(e, spec.url_pattern, spec.method)
-        and (spec.status is None or e.status == spec.status)
+        (spec.status is None or e.status == spec.status)
         and (not spec.body_contains or _body_contains(e.body, spec.body_contains))
-        for e in evidence.exchanges
+        for e in _matching(evidence.exchanges, spec.url_pattern, spec.method)
     )
     return {"id": spec.id, "desc": None, "hit": hit, "applicable": True, "explain": spec.explain}
 
@@ -54,7 +57,7 @@ def constraint(spec: ConstraintSpec, evidence: Evidence) -> dict[str, Any]:
     ``forbid``: violated when a matching request was sent. ``require``: applicable when a
     matching request was sent, violated when one of them lacks ``spec.header``.
     """
-    matching = [e for e in evidence.exchanges if _route_matches(e, spec.url_pattern, spec.method)]
+    matching = list(_matching(evidence.exchanges, spec.url_pattern, spec.method))
     applicable, detail = True, ""
     if spec.kind == "forbid":
         if matching:

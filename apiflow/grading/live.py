@@ -77,6 +77,27 @@ def _cut_previews(workspace: Any, messages: list[dict[str, Any]]) -> dict[str, s
     return {ref: text[:PREVIEW_LIMIT] + _ELLIPSIS for ref, text in long}
 
 
+_ABSTAINING = ("clarify", "report_blocked")
+
+
+def _abstention(messages: list[dict[str, Any]]) -> tuple[Any, int]:
+    """``abstention_in``, without replaying the result pairing when no call abstains.
+
+    Pairing yields every call of every assistant turn exactly once, so the call count is the
+    number of calls, and with no ``clarify``/``report_blocked`` call there is no abstention.
+    """
+    calls = 0
+    for message in messages:
+        listed = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if isinstance(listed, list):
+            for call in listed:
+                if isinstance(call, dict):
+                    if call.get("name") in _ABSTAINING:
+                        return abstention_in(messages)
+                    calls += 1
+    return None, calls
+
+
 def evidence_from_workspace(workspace: Any, messages: Sequence[dict[str, Any]]) -> Evidence:
     """The evidence of a live trial.
 
@@ -98,7 +119,7 @@ def evidence_from_workspace(workspace: Any, messages: Sequence[dict[str, Any]]) 
         for key, entity in workspace.entities.items()
         if getattr(entity, "origin", "write") != "execute"
     }
-    abstention, calls = abstention_in(messages)
+    abstention, calls = _abstention(messages)
     text, reasoning = final_message(messages)
     return Evidence(
         exchanges=exchanges,

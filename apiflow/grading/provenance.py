@@ -38,15 +38,37 @@ class Received:
 
     def __init__(self, bodies: list[Any], task_text: str, unknown: bool) -> None:
         self._bodies = bodies
-        self._raw = [b if isinstance(b, str) else json.dumps(b, ensure_ascii=False) for b in bodies]
-        self._raw.append(task_text)
+        self._task_text = task_text
+        # Serialised bodies, filled on demand from the last body back (see ``_verbatim``).
+        self._raw: list[str] = []
         self._normalised: tuple[frozenset[str], tuple[str, ...]] | None = None
         self.unknown = unknown
+
+    def _verbatim(self, text: str) -> bool:
+        """Whether ``text`` is a substring of the task text or of some serialised body.
+
+        Bodies are serialised only as far as the search needs, starting from the last one
+        (a card value usually comes from the trial's last responses); the answer is the same
+        whatever the order, and each body is serialised at most once per trial.
+        """
+        if text in self._task_text:
+            return True
+        raw, bodies = self._raw, self._bodies
+        for serialised in raw:
+            if text in serialised:
+                return True
+        for i in range(len(bodies) - 1 - len(raw), -1, -1):
+            body = bodies[i]
+            serialised = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+            raw.append(serialised)
+            if text in serialised:
+                return True
+        return False
 
     def _index(self) -> tuple[frozenset[str], tuple[str, ...]]:
         if self._normalised is None:
             values: set[str] = set()
-            texts = [_key(self._raw[-1])] if self._raw[-1] else []
+            texts = [_key(self._task_text)] if self._task_text else []
             for body in self._bodies:
                 if isinstance(body, str):
                     texts.append(_key(body))
@@ -58,7 +80,7 @@ class Received:
     def carried(self, value: Any) -> bool | None:
         """True when a response carried ``value``; ``None`` when only an unknown body could have."""
         text = value if isinstance(value, str) else None
-        if text and any(text in raw for raw in self._raw):
+        if text and self._verbatim(text):
             return True
         key = _key(value)
         values, texts = self._index()
