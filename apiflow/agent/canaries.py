@@ -78,16 +78,23 @@ def _salt_spec(value: Any, codec: CanaryCodec, key: str = "") -> Any:
 _SPEC_LISTS = ("predicates", "checkpoints", "constraints")
 
 
-def _template(task: Task, literals: frozenset[str]) -> dict[str, list[tuple[Any, dict[str, Any] | None]]]:
-    """Per spec list: (spec, its dump when it names a literal, else None), computed once per task."""
-    out: dict[str, list[tuple[Any, dict[str, Any] | None]]] = {}
+def _template(task: Task, literals: frozenset[str]) -> dict[str, list[tuple[Any, dict[str, Any]]]]:
+    """Per spec list: (spec, the fields of its dump that name a literal), computed once per task.
+
+    A field that names no literal (nor its regex escape) is left as it is by the salting, so a
+    trial rebuilds only the fields that do, and a spec with none stays the bank's own object.
+    """
+    out: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
     for name in _SPEC_LISTS:
-        rows: list[tuple[Any, dict[str, Any] | None]] = []
+        rows: list[tuple[Any, dict[str, Any]]] = []
         for spec in getattr(task, name):
             dumped = spec.model_dump()
-            texts = list(strings_in(dumped))
-            names = any(v in t or re.escape(v) in t for v in literals for t in texts)
-            rows.append((spec, dumped if names else None))
+            fields = {
+                key: value
+                for key, value in dumped.items()
+                if any(v in t or re.escape(v) in t for v in literals for t in strings_in(value))
+            }
+            rows.append((spec, fields))
         out[name] = rows
     return out
 
@@ -95,15 +102,19 @@ def _template(task: Task, literals: frozenset[str]) -> dict[str, list[tuple[Any,
 def salted_task(task: Task, codec: CanaryCodec) -> Task:
     """``task`` with its predicates, checkpoints and constraints in this trial's per-trial forms.
 
-    Only the specs that name a salted literal are rebuilt; the rest are the bank's own objects.
+    Only the fields of the specs that name a salted literal are rebuilt (``model_copy``: the
+    salted values are strings where strings were, as validating the salted dump would give);
+    the rest are the bank's own objects.
     """
     if not codec:
         return task
     template = _templates.get(task, lambda: _template(task, frozenset(codec.forward)))
     update = {
         name: [
-            spec if dumped is None else type(spec).model_validate(_salt_spec(dumped, codec))
-            for spec, dumped in rows
+            spec.model_copy(update={k: _salt_spec(v, codec, k) for k, v in fields.items()})
+            if fields
+            else spec
+            for spec, fields in rows
         ]
         for name, rows in template.items()
     }

@@ -135,22 +135,19 @@ class TurnIntake:
         calls: list[ToolCall] = []
         run_arguments: list[Any] = []
         scans: list[Scan | None] = []
+        same = text is raw.text and reasoning is raw.reasoning and raw_calls is raw.tool_calls
         for index, item in enumerate(raw_calls):
             if chars > budget:  # the turn alone is over the transcript: keep no more of it
+                same = False
                 break
             call, run, size, checked = self._call(item, index, excess=index >= TURN_TOOL_CALLS)
+            same = same and call is item
             calls.append(call)
             run_arguments.append(run)
             scans.append(checked)
             chars += size
         output = raw
-        if (
-            text is not raw.text
-            or reasoning is not raw.reasoning
-            or raw_calls is not raw.tool_calls
-            or len(calls) != len(raw_calls)
-            or any(a is not b for a, b in zip(calls, raw_calls, strict=False))
-        ):
+        if not same:
             output = ModelOutput(text, reasoning, tuple(calls), raw.usage, raw.provider_cost_usd, raw.retries)
         output = self._accounting(output)
         runnable = min(len(calls), TURN_TOOL_CALLS)
@@ -160,6 +157,8 @@ class TurnIntake:
     # -- text ------------------------------------------------------------------------------------
 
     def _text(self, value: Any, kind: str) -> str | None:
+        if type(value) is str and len(value) <= TEXT_CHARS and value.isascii():
+            return value  # the common case: nothing to repair or cut
         if value is None:
             if kind == "text":
                 self.log.repair("text_type")
@@ -193,6 +192,10 @@ class TurnIntake:
         return ToolCall(call_id, name, recorded), run, len(call_id) + len(name) + size, checked
 
     def _id(self, value: Any, index: int) -> str:
+        ids = self._ids
+        if type(value) is str and value and len(value) <= NAME_CHARS and value.isascii() and value not in ids:
+            ids.add(value)  # the common case: a fresh, clean id
+            return value
         fixed = writable_text(value) if isinstance(value, str) else None
         if fixed is None or not fixed or len(fixed) > NAME_CHARS or fixed in self._ids:
             self.log.repair("tool_call_id")
@@ -238,6 +241,10 @@ class TurnIntake:
     # -- usage, cost, retries --------------------------------------------------------------------
 
     def _accounting(self, output: ModelOutput) -> ModelOutput:
+        if output.provider_cost_usd is None and type(output.retries) is tuple and not output.retries:
+            usage = _clean_usage(output.usage)
+            if usage is output.usage:
+                return output  # the common case: clean counts, no cost, no retries
         usage = _clean_usage(output.usage)
         cost = output.provider_cost_usd
         if cost is not None and (

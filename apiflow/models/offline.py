@@ -29,6 +29,7 @@ from apiflow.models.reading import (
 )
 from apiflow.world.canaries import SALTED, SEPARATOR
 
+_MARK, _ESCAPED_MARK = PREVIEW_MARKS
 _REF_RE = re.compile(r"\{\{ref:(\d+)\}\}")
 MISSING_REF = "request:req-000000/response:resp-00000000"
 """Stands in for a ref whose execute never ran (a skipped step): the tools then answer "not found"."""
@@ -64,10 +65,12 @@ _call_memo = _IdentityMemo()
 _script_memo = _IdentityMemo()
 
 
-def _call_info(call: GoldenCall) -> tuple[bool, int]:
-    """(arguments hold a ``{{ref:N}}``, approximate JSON size of name + arguments)."""
+def _call_info(call: GoldenCall) -> tuple[bool, int, str | None]:
+    """(arguments hold a ``{{ref:N}}``, approximate JSON size of name + arguments, the arguments'
+    JSON as ``CanaryReader.apply`` writes it, None for a string)."""
     text = json.dumps(call.arguments)
-    return "{{ref:" in text, len(text) + len(call.name)
+    raw = None if isinstance(call.arguments, str) else json.dumps(call.arguments, ensure_ascii=False)
+    return "{{ref:" in text, len(text) + len(call.name), raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +214,7 @@ class ScriptedModel:
     _cut: list[str] = field(default_factory=list)
     _reads: int = 0
     _salting: bool = False
+    _needles: list[tuple[str, str]] | None = None
 
     def _collect_refs(self, messages: list[dict[str, Any]]) -> None:
         """Read the response refs of executes answered since the last turn, and the per-trial
@@ -224,7 +228,7 @@ class ScriptedModel:
             if SEPARATOR in content:
                 self._learn(content)
             self._salting = self._salting or SCOPE_MARK in content
-            if any(mark in content for mark in PREVIEW_MARKS) and (cut := cut_ref(content)) is not None:
+            if (_MARK in content or _ESCAPED_MARK in content) and (cut := cut_ref(content)) is not None:
                 self._cut.append(cut)
             index = self._pending.pop(message.get("tool_call_id", ""), None) if self._pending else None
             if index is None:
@@ -240,8 +244,11 @@ class ScriptedModel:
     def _learn(self, content: str) -> None:
         """Pick up the per-trial form of each literal the script names (``str.find``, no regex scan);
         a later response's form replaces an earlier one (a replayed form gives way to this trial's)."""
-        for literal in script_literals(self.turns):
-            at = content.find(literal + SEPARATOR)
+        needles = self._needles
+        if needles is None:
+            needles = self._needles = [(v, v + SEPARATOR) for v in script_literals(self.turns)]
+        for literal, needle in needles:
+            at = content.find(needle)
             if at != -1:
                 match = SALTED.match(content, at)
                 if match is not None and match.group(1) == literal:
@@ -261,15 +268,19 @@ class ScriptedModel:
 
     def _tool_call(self, turn_no: int, i: int, planned: PlannedCall) -> tuple[ToolCall, int]:
         call_id = f"call-{turn_no:03d}-{i}"
-        has_refs, size = _call_memo.get(planned.call, _call_info)
+        has_refs, size, dumped = _call_memo.get(planned.call, _call_info)
         arguments: dict[str, Any] | str = planned.call.arguments
         if has_refs:
             arguments, size = _resolve_sized(arguments, self._refs)
             size += len(planned.call.name)
         # Without refs the bank's own argument object is passed on as is: nothing downstream
-        # mutates tool-call arguments (the workspace copies what it stores).
+        # mutates tool-call arguments (the workspace copies what it stores), so its JSON text,
+        # which the reader searches for learned literals, is the memoised one.
         if self._reader is not None:
-            arguments = self._reader.apply(arguments)
+            if has_refs or dumped is None:
+                arguments = self._reader.apply(arguments)
+            else:
+                arguments = self._reader.apply_dumped(arguments, dumped)
         if planned.malformed:
             # Broken JSON, as a model that loses track of its quoting emits it.
             arguments = json.dumps(arguments)[:-1]

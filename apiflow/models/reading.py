@@ -84,7 +84,10 @@ class CanaryReader:
         """``value`` (a string or JSON arguments) with the learned forms swapped in."""
         if isinstance(value, str):
             return self._swap(value) if value else value
-        text = json.dumps(value, ensure_ascii=False)
+        return self.apply_dumped(value, json.dumps(value, ensure_ascii=False))
+
+    def apply_dumped(self, value: Any, text: str) -> Any:
+        """``apply`` for JSON arguments whose ``json.dumps(value, ensure_ascii=False)`` is ``text``."""
         if not self._re.search(text):
             return value  # names nothing learned: the script's own object, untouched
         return json.loads(self._swap(text))  # literals hold no JSON-special characters
