@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apiflow.world.conditions import Check, compile_condition
@@ -24,6 +24,10 @@ from apiflow.world.template import Constant, Evaluator, compile_template
 
 AUTH_FAILURES = ("missing", "invalid", "legacy", "expired", "insufficient_scope")
 _PARAM = re.compile(r"\\\{([A-Za-z_][A-Za-z0-9_]*)\\\}")
+MATCH_MEMO = 4096
+MATCH_MEMO_PATH = 1024
+"""Most paths one compiled world remembers route matches for, and the longest path remembered
+(at most a few MB per world)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,8 @@ class CompiledRoute:
     route: Route
     pattern: re.Pattern[str] | None
     rules: tuple[CompiledRule, ...]
+    calls_key: str = ""  # "<METHOD> <path>": the route's key in the state's call counts
+    scopes: frozenset[str] = frozenset()  # the bearer scopes the route needs
 
     def match(self, path: str) -> dict[str, str] | None:
         """The path parameters when ``path`` is this route's, else None."""
@@ -83,15 +89,29 @@ class CompiledWorld:
     spec_content: dict[str, Any]
     routes: RouteIndex
     auth_failures: dict[str, CompiledResponse]
+    matched: dict[str, tuple[tuple[CompiledRoute, dict[str, str]], ...]] = field(default_factory=dict)
+    """``match_routes``'s answers by path, shared by every trial of the world (bounded: see there)."""
 
     def match_routes(self, path: str) -> list[tuple[CompiledRoute, dict[str, str]]]:
-        """Every route whose template matches ``path``, in declaration order, with its parameters."""
-        found = []
-        for route in self.routes.candidates(path):
-            params = route.match(path)
-            if params is not None:
-                found.append((route, params))
-        return found
+        """Every route whose template matches ``path``, in declaration order, with its parameters.
+
+        The answer is a pure function of the (frozen) routes and the path, so it is kept per path:
+        a grid sends the same paths in every trial of a task. Each caller gets its own parameter
+        dicts. The memo is emptied when it holds ``MATCH_MEMO`` paths and keeps no path longer than
+        ``MATCH_MEMO_PATH``, so it never grows without bound.
+        """
+        found = self.matched.get(path)
+        if found is None:
+            found = tuple(
+                (route, params)
+                for route in self.routes.candidates(path)
+                if (params := route.match(path)) is not None
+            )
+            if len(path) <= MATCH_MEMO_PATH:  # a model's path can be long: those are not kept
+                if len(self.matched) >= MATCH_MEMO:
+                    self.matched.clear()
+                self.matched[path] = found
+        return [(route, dict(params)) for route, params in found]
 
 
 _PREFIX = 2  # leading segments a route is indexed by when they are literal
@@ -149,6 +169,8 @@ def _compile_route(route: Route) -> CompiledRoute:
         route=route,
         pattern=_path_pattern(route.path),
         rules=tuple(_compile_rule(r) for r in route.rules),
+        calls_key=f"{route.method} {route.path}",
+        scopes=frozenset(route.auth.scopes) if route.auth is not None else frozenset(),
     )
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from apiflow.world.features import Features, address_of
+from apiflow.world.features import Features, address_of, getter_of
 from apiflow.world.model import Condition
 from apiflow.world.patterns import compile_pattern
 from apiflow.world.state import MISSING
-from apiflow.world.template import compile_template
+from apiflow.world.template import Constant, compile_template
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -82,7 +82,12 @@ Check = Callable[[Features], bool]
 
 
 def compile_condition(condition: Condition) -> Check:
-    """A check of ``condition``: the operator and the feature address are read once, not per request."""
+    """A check of ``condition``: the operator and the feature address are read once, not per request.
+
+    The common operators get a check of their own (one call per request instead of the generic
+    ``_compare``'s chain of operator tests); each returns what ``_compare`` returns for the same
+    value, and a value read before the operand is rendered, as ``_compare``'s arguments were.
+    """
     if condition.any is not None:
         anyof = [compile_condition(c) for c in condition.any]
         return lambda features: any(check(features) for check in anyof)
@@ -93,14 +98,38 @@ def compile_condition(condition: Condition) -> Check:
         negated = compile_condition(condition.not_)
         return lambda features: not negated(features)
     assert condition.at is not None
-    address = address_of(condition.at)
+    read = getter_of(address_of(condition.at))
     (field,) = [f for f in condition.model_fields_set if f != "at"]
     op = "in" if field == "in_" else field
     operand = getattr(condition, field)
     if op in ("eq", "ne"):
         # Compared against a rendered operand, e.g. "{{state.plan_id}}".
         rendered = compile_template(operand)
-        return lambda features: _compare(op, features.at(address), rendered(features))
+        if isinstance(rendered, Constant):
+            return _equality(op == "eq", read, rendered.value)
+        return lambda features: _compare(op, read(features), rendered(features))
     if op == "matches":
         operand = compile_pattern(operand)
-    return lambda features: _compare(op, features.at(address), operand)
+    if op == "present":
+        wanted = bool(operand)
+        return lambda features: (read(features) is not MISSING) is wanted
+    if op == "type":
+        kind = operand
+        return lambda features: (value := read(features)) is not MISSING and _is_type(value, kind)
+    return lambda features: _compare(op, read(features), operand)
+
+
+def _equality(eq: bool, read: Callable[[Features], Any], constant: Any) -> Check:
+    """``eq``/``ne`` against a constant operand (``_equal`` with the operand's branch taken once)."""
+    if isinstance(constant, bool):
+        if eq:
+            return lambda features: type(value := read(features)) is bool and value == constant
+        return lambda features: not (type(value := read(features)) is bool and value == constant)
+
+    def equal(value: Any) -> bool:
+        # _equal(value, constant) for a non-bool constant; MISSING equals nothing.
+        return value is not MISSING and not isinstance(value, bool) and bool(value == constant)
+
+    if eq:
+        return lambda features: equal(read(features))
+    return lambda features: not equal(read(features))

@@ -45,8 +45,11 @@ def _auth_features(state: dict[str, Any], headers: dict[str, str]) -> dict[str, 
     return {"token": token, "known": True, **grant}
 
 
-def _check_bearer(route: Route, auth: dict[str, Any]) -> str | None:
-    """The name of the failed auth response, or None when the bearer is good."""
+def _check_bearer(route: Route, auth: dict[str, Any], scopes: frozenset[str] | None = None) -> str | None:
+    """The name of the failed auth response, or None when the bearer is good.
+
+    ``scopes`` is ``route.auth.scopes`` as a set when the caller has it (the compiled route does).
+    """
     if route.auth is None:
         return None
     if not auth["token"]:
@@ -58,7 +61,7 @@ def _check_bearer(route: Route, auth: dict[str, Any]) -> str | None:
     max_uses = auth.get("max_uses")
     if max_uses is not None and auth["uses"] >= max_uses:
         return "expired"
-    if not set(route.auth.scopes) <= set(auth["scopes"]):
+    if not (set(route.auth.scopes) if scopes is None else scopes).issubset(auth["scopes"]):
         return "insufficient_scope"
     return None
 
@@ -129,22 +132,24 @@ def _answer(
     """Steps 6-7 on the chosen route: count the call, check the bearer, fire the first matching rule."""
     route = compiled_route.route
     body_kind, body = parse_body(request.body)
-    calls_key = f"{route.method} {route.path}"
+    calls_key = compiled_route.calls_key
     calls = get_in(state, [CALLS, calls_key])
     auth = _auth_features(state, request.headers)
     route_calls = 0 if calls is MISSING else calls
     features = Features(method, params, url.query, request.headers, body_kind, body, auth, state, route_calls)
     state = assoc_in(state, [CALLS, calls_key], features.route_calls + 1)
-    failure = _check_bearer(route, auth)
+    failure = _check_bearer(route, auth, compiled_route.scopes)
     if failure is not None:
         return Outcome(state, plan.auth_failures[failure].respond(features), route)
     if route.auth is not None:
         state = assoc_in(state, [TOKENS, auth["token"], "uses"], auth["uses"] + 1)
     for rule in compiled_route.rules:
         if rule.matches(features):
-            for effect, value in rule.effects:
-                state = _apply(state, effect, value, features, f"{seed}:{calls_key}:{features.route_calls}")
-                features = features.with_state(state)
+            if rule.effects:
+                nonce = f"{seed}:{calls_key}:{features.route_calls}"
+                for effect, value in rule.effects:
+                    state = _apply(state, effect, value, features, nonce)
+                    features = features.with_state(state)
             # The response is rendered after the transition, so it can report the new state.
             return Outcome(state, rule.response.respond(features), route)
     return Outcome(state, _json(404, {"error": "no_matching_mock"}), route)

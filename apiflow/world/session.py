@@ -7,6 +7,7 @@ added here, so the dispatcher stays about API behaviour only.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -41,6 +42,12 @@ def http_date(moment: datetime) -> str:
         f"{_WEEKDAYS[moment.weekday()]}, {moment.day:02d} {_MONTHS[moment.month - 1]} {moment.year:04d} "
         f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d} GMT"
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _date_after(clock: datetime, seconds: int) -> str:
+    """``http_date`` of ``clock`` plus ``seconds``: every trial of a world asks for the same few."""
+    return http_date(clock + timedelta(seconds=seconds))
 
 
 class WorldSession:
@@ -88,8 +95,7 @@ class WorldSession:
         return HttpResponse(response.status, headers, response.body, text)
 
     def _transport_headers(self, response: HttpResponse, text: str) -> dict[str, str]:
-        now = self._clock + timedelta(seconds=self.requests_served)
-        headers = {"date": http_date(now), "server": "uvicorn"}
+        headers = {"date": _date_after(self._clock, self.requests_served), "server": "uvicorn"}
         headers["content-length"] = str(len(text) if text.isascii() else len(text.encode()))
         if response.body is not None and not isinstance(response.body, str):
             headers["content-type"] = "application/json"

@@ -22,7 +22,11 @@ def get_in(tree: Any, parts: list[str]) -> Any:
     """The value at ``parts`` or ``MISSING``; list items are addressed by index."""
     node = tree
     for part in parts:
-        if isinstance(node, dict):
+        if type(node) is dict:  # the usual case, without the isinstance call
+            node = node.get(part, MISSING)
+            if node is MISSING:
+                return MISSING
+        elif isinstance(node, dict):
             if part not in node:
                 return MISSING
             node = node[part]
@@ -37,14 +41,30 @@ def get_in(tree: Any, parts: list[str]) -> Any:
 
 
 def assoc_in(tree: Any, parts: list[str], value: Any) -> Any:
-    """A copy of ``tree`` with ``value`` at ``parts`` (missing dicts are created)."""
+    """A copy of ``tree`` with ``value`` at ``parts`` (missing dicts are created).
+
+    A loop rather than a recursion (one call per update, not one per level); each level is copied
+    as the recursive form copied it, and an index out of a list's range raises the same IndexError.
+    """
     if not parts:
         return value
-    head, rest = parts[0], parts[1:]
-    if isinstance(tree, list) and head.lstrip("-").isdigit():
-        copy_list = list(tree)
-        copy_list[int(head)] = assoc_in(copy_list[int(head)], rest, value)
-        return copy_list
-    copy = dict(tree) if isinstance(tree, dict) else {}
-    copy[head] = assoc_in(copy.get(head, {}), rest, value)
-    return copy
+    root: Any = None
+    parent: Any = None
+    slot: Any = None
+    node = tree
+    for head in parts:
+        if isinstance(node, list) and head.lstrip("-").isdigit():
+            copy: Any = list(node)
+            key: Any = int(head)
+            child = copy[key]
+        else:
+            copy = dict(node) if isinstance(node, dict) else {}
+            key = head
+            child = copy.get(head, {})
+        if parent is None:
+            root = copy
+        else:
+            parent[slot] = copy
+        parent, slot, node = copy, key, child
+    parent[slot] = value
+    return root

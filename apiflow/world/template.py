@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from apiflow.world.features import Address, Features, address_of
+from apiflow.world.features import Address, Features, address_of, getter_of
 from apiflow.world.patterns import linear_regex
 from apiflow.world.state import MISSING
 
@@ -46,10 +46,11 @@ class Constant:
 def _compile_expr(expr: str) -> Evaluator:
     name, sep, default = expr.partition("??")
     address: Address = address_of(name.strip())
+    read = getter_of(address)
     default_text = default.strip()
 
     def evaluate(features: Features) -> Any:
-        value = features.at(address)
+        value = read(features)
         if value is MISSING:
             # Parsed per use, as written: a bad literal fails when it is needed, not at load.
             return json.loads(default_text) if sep else None

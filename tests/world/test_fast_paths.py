@@ -1,0 +1,231 @@
+"""The dispatcher's fast paths agree with the plain forms they replaced (docs/design/030, round three).
+
+``assoc_in`` is a loop instead of a recursion; feature reads (``getter_of``) and the common
+condition operators take their branch when the world is compiled instead of per request; route
+matches are remembered per path. The references below are the forms as they were; both must give
+the same value (or the same error) for every input, including odd ones no bank holds.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from apiflow.world import HttpRequest, WorldDef, WorldSession
+from apiflow.world.compiled import MATCH_MEMO, MATCH_MEMO_PATH, compiled
+from apiflow.world.conditions import _compare, compile_condition
+from apiflow.world.features import Features, address_of, getter_of, parse_url
+from apiflow.world.model import Condition
+from apiflow.world.state import MISSING, assoc_in, get_in
+
+
+def _assoc_reference(tree: Any, parts: list[str], value: Any) -> Any:
+    if not parts:
+        return value
+    head, rest = parts[0], parts[1:]
+    if isinstance(tree, list) and head.lstrip("-").isdigit():
+        copy_list = list(tree)
+        copy_list[int(head)] = _assoc_reference(copy_list[int(head)], rest, value)
+        return copy_list
+    copy = dict(tree) if isinstance(tree, dict) else {}
+    copy[head] = _assoc_reference(copy.get(head, {}), rest, value)
+    return copy
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth > 3 or roll < 0.3:
+        return rng.choice([0, 1, "x", "", None, True, False, 2.5, [], {}])
+    if roll < 0.65:
+        return {rng.choice("abc0"): _random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+    return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+
+
+def _outcome(fn: Any, *args: Any) -> tuple[Any, ...]:
+    try:
+        return ("ok", repr(fn(*args)))
+    except Exception as exc:  # the same error type and text, or the test fails
+        return ("error", type(exc), str(exc))
+
+
+def test_assoc_in_matches_the_recursive_form() -> None:
+    rng = random.Random(11)
+    keys = ["a", "b", "c", "0", "1", "-1", "2", "x5", ""]
+    for _ in range(5000):
+        tree = _random_value(rng)
+        parts = [rng.choice(keys) for _ in range(rng.randint(0, 4))]
+        before = repr(tree)
+        assert _outcome(assoc_in, tree, parts, "V") == _outcome(_assoc_reference, tree, parts, "V"), (
+            tree,
+            parts,
+        )
+        assert repr(tree) == before  # never mutated
+
+
+def _get_reference(tree: Any, parts: list[str]) -> Any:
+    node = tree
+    for part in parts:
+        if isinstance(node, dict):
+            if part not in node:
+                return MISSING
+            node = node[part]
+        elif isinstance(node, list) and part.lstrip("-").isdigit():
+            index = int(part)
+            if not -len(node) <= index < len(node):
+                return MISSING
+            node = node[index]
+        else:
+            return MISSING
+    return node
+
+
+def test_get_in_matches_the_plain_form() -> None:
+    rng = random.Random(14)
+    keys = ["a", "b", "c", "0", "1", "-1", "2", "x5", ""]
+    for _ in range(5000):
+        tree = _random_value(rng)
+        parts = [rng.choice(keys) for _ in range(rng.randint(0, 4))]
+        got, expected = get_in(tree, parts), _get_reference(tree, parts)
+        assert got is expected or repr(got) == repr(expected), (tree, parts)
+
+
+def _random_features(rng: random.Random) -> Features:
+    def value() -> Any:
+        return _random_value(rng)
+
+    return Features(
+        rng.choice(["GET", "POST"]),
+        {"id": rng.choice(["p1", "p2"])},
+        rng.choice([{}, {"page": "2"}, {"a": "x"}]),
+        rng.choice([{}, {"x-a": "1"}, {"authorization": "Bearer t"}]),
+        rng.choice(["none", "json", "form", "text"]),
+        rng.choice([None, value(), {"a": value(), "b": {"c": value()}}, "raw"]),
+        {"token": "t", "known": True, "scopes": ["s"], "uses": 1},
+        rng.choice([{}, {"a": value(), "b": value()}, {"a": {"b": value()}, "0": [value()]}]),
+        rng.randint(0, 3),
+    )
+
+
+NAMES = [
+    "method",
+    "path.id",
+    "path.nope",
+    "query.page",
+    "query",
+    "header.X-A",
+    "header.authorization",
+    "body",
+    "body.a",
+    "body.b.c",
+    "body.0",
+    "body_kind",
+    "auth.token",
+    "auth.uses",
+    "auth",
+    "state.a",
+    "state.b",
+    "state.a.b",
+    "state.0.0",
+    "state",
+    "route.calls",
+    "route.other",
+    "nope.x",
+]
+
+
+def test_feature_getters_read_what_at_reads() -> None:
+    rng = random.Random(12)
+    for _ in range(400):
+        features = _random_features(rng)
+        for name in NAMES:
+            address = address_of(name)
+            expected = _outcome(features.at, address)
+            assert _outcome(getter_of(address), features) == expected, name
+
+
+OPERANDS: dict[str, list[Any]] = {
+    "eq": [True, False, 1, 0, "x", None, [], {}, 2.5, "{{state.a}}", "{{path.id}}"],
+    "ne": [True, 1, "x", None, "{{state.b}}"],
+    "present": [True, False],
+    "type": ["int", "number", "string", "bool", "object", "list", "null"],
+    "in": [[1, True, "x"], [None], []],
+    "contains": ["x", 1],
+    "gt": [0.5],
+}
+
+
+def test_compiled_conditions_answer_as_compare_does() -> None:
+    rng = random.Random(13)
+    conditions = [
+        (Condition.model_validate({"at": name, op: operand}), name, op, operand)
+        for name in NAMES
+        if name not in ("route.other", "nope.x")
+        for op, operands in OPERANDS.items()
+        for operand in operands
+    ]
+    checks = [(compile_condition(c), name, op, operand) for c, name, op, operand in conditions]
+    for _ in range(150):
+        features = _random_features(rng)
+        for check, name, op, operand in checks:
+            address = address_of(name)
+            if isinstance(operand, str) and operand.startswith("{{"):
+                rendered = features.at(address_of(operand[2:-2]))
+                operand = None if rendered is MISSING else rendered
+            expected = _outcome(
+                lambda f, a, o, v: bool(_compare(o, f.at(a), v)), features, address, op, operand
+            )
+            assert _outcome(lambda c, f: bool(c(f)), check, features) == expected, (name, op, operand)
+
+
+def test_unknown_feature_still_raises_when_read() -> None:
+    check = compile_condition(Condition.model_validate({"at": "nope.x", "eq": 1}))
+    with pytest.raises(ValueError, match="unknown request feature"):
+        check(_random_features(random.Random(1)))
+
+
+def _world() -> WorldDef:
+    return WorldDef.model_validate(
+        {
+            "id": "w",
+            "title": "W",
+            "routes": [
+                {"method": "GET", "path": "/a/{x}", "rules": [{"respond": {"body": {"x": "{{path.x}}"}}}]},
+                {"method": "POST", "path": "/a/{x}", "rules": [{"respond": {"body": {"p": "{{path}}"}}}]},
+                {"method": "GET", "path": "/b", "rules": [{"respond": {"body": {"fixed": [1, 2]}}}]},
+            ],
+        }
+    )
+
+
+def test_route_memo_answers_as_matching_does_and_stays_bounded() -> None:
+    world = _world()
+    plan = compiled(world)
+    first = plan.match_routes("/a/1")
+    again = plan.match_routes("/a/1")
+    assert [(r.route.method, p) for r, p in first] == [("GET", {"x": "1"}), ("POST", {"x": "1"})]
+    assert [(r.route.method, p) for r, p in again] == [(r.route.method, p) for r, p in first]
+    assert first[0][1] is not again[0][1]  # each caller gets its own parameters
+    first[0][1]["x"] = "changed"
+    assert plan.match_routes("/a/1")[0][1] == {"x": "1"}
+    assert plan.match_routes("/c") == [] and plan.match_routes("/a/1/2") == []
+    for i in range(MATCH_MEMO + 10):
+        plan.match_routes(f"/a/{i}")
+    assert len(plan.matched) <= MATCH_MEMO
+    long = "/a/" + "y" * MATCH_MEMO_PATH
+    assert plan.match_routes(long)[0][1] == {"x": "y" * MATCH_MEMO_PATH}
+    assert long not in plan.matched
+    session = WorldSession(world, 0)
+    assert session.send(HttpRequest("GET", "/a/zz")).body == {"x": "zz"}
+    assert session.send(HttpRequest("GET", "/a/zz")).body == {"x": "zz"}
+
+
+def test_parsed_urls_are_the_callers_own() -> None:
+    first = parse_url("http://localhost:9001/v3/items?page=2&x=")
+    assert first == ("localhost:9001", "/v3/items", {"page": "2", "x": ""}, "page=2&x=")
+    first.query["page"] = "9"
+    assert parse_url("http://localhost:9001/v3/items?page=2&x=").query == {"page": "2", "x": ""}
+    assert parse_url("items") == ("", "/items", {}, "")
+    long = "/p?" + "a=1&" * 1000
+    assert parse_url(long).query == {"a": "1"}
