@@ -6,14 +6,16 @@ and hashes are loaded, from the bytes that were hashed, and every problem is one
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from apiflow.bank.cache import read_cached, write_cached
 from apiflow.bank.chain import ChainFile, compose_chain
 from apiflow.bank.files import (
     MAX_ROUTES_PER_WORLD,
@@ -50,7 +52,9 @@ class Bank:
         try:
             return self.tasks[task_id]
         except KeyError:
-            raise UsageError(f"unknown task {task_id!r} in bank {self.name!r} (see `apiflow task list`)") from None
+            raise UsageError(
+                f"unknown task {task_id!r} in bank {self.name!r} (see `apiflow task list`)"
+            ) from None
 
     def world_of(self, task: Task) -> WorldDef:
         """The world a task runs in."""
@@ -85,13 +89,16 @@ def _check_world(path: Path, world: WorldDef) -> None:
     for index, route in enumerate(world.routes):
         if len(route.rules) > MAX_RULES_PER_ROUTE:
             raise refusal(
-                path, f"routes.{index}: {len(route.rules)} rules exceeds MAX_RULES_PER_ROUTE={MAX_RULES_PER_ROUTE}"
+                path,
+                f"routes.{index}: {len(route.rules)} rules exceeds MAX_RULES_PER_ROUTE={MAX_RULES_PER_ROUTE}",
             )
 
 
 def _listed(files: dict[str, str], folder: str) -> list[str]:
     """The manifest's ``<folder>/<name>.yaml`` entries, sorted (only listed, hashed files load)."""
-    return sorted(rel for rel in files if rel.startswith(f"{folder}/") and rel.count("/") == 1 and rel.endswith(".yaml"))
+    return sorted(
+        rel for rel in files if rel.startswith(f"{folder}/") and rel.count("/") == 1 and rel.endswith(".yaml")
+    )
 
 
 def _sort_key(task_id: str) -> tuple[str, int, int]:
@@ -119,8 +126,15 @@ def _compose(file: Path, chain: ChainFile, subs: dict[str, Task], tasks: dict[st
         raise refusal(file, f"chain {chain.id} does not compose: {where}: {first['msg']}") from None
 
 
-def load_bank(path: str | Path = DEFAULT_BANK) -> Bank:
-    """Verify and load the bank at ``path`` (raises UsageError on any problem)."""
+def load_bank(path: str | Path = DEFAULT_BANK, *, cache: bool = False) -> Bank:
+    """Verify and load the bank at ``path`` (raises UsageError on any problem).
+
+    Args:
+        path: The bank folder.
+        cache: Take the parsed bank from the per-user cache when it holds this bank hash under
+            this code, and put it there after parsing (``apiflow.bank.cache``; what a grid's
+            driver and workers do). The manifest is verified either way.
+    """
     root = Path(path)
     if not root.is_dir():
         raise UsageError(f"bank folder {root} does not exist")
@@ -134,6 +148,32 @@ def load_bank(path: str | Path = DEFAULT_BANK) -> Bank:
         raise UsageError(f"bank {root}: {len(world_files)} world files exceeds MAX_WORLDS={MAX_WORLDS}")
     if len(task_files) > MAX_TASKS:
         raise UsageError(f"bank {root}: {len(task_files)} task files exceeds MAX_TASKS={MAX_TASKS}")
+    if cache:
+        cached = _from_cache(str(manifest["hash"]))
+        if cached is not None and cached.name == str(manifest["bank"]):
+            return replace(cached, path=root)
+    bank = _parse_bank(root, manifest, files, world_files, task_files)
+    if cache:
+        write_cached(bank.hash, bank)
+    return bank
+
+
+def _from_cache(bank_hash: str) -> Bank | None:
+    gc.disable()  # unpickling ~100k small objects: the cyclic GC would triple its cost
+    try:
+        cached = read_cached(bank_hash)
+    finally:
+        gc.enable()
+    return cached if isinstance(cached, Bank) and cached.hash == bank_hash else None
+
+
+def _parse_bank(
+    root: Path,
+    manifest: dict[str, object],
+    files: dict[str, str],
+    world_files: list[str],
+    task_files: list[str],
+) -> Bank:
     worlds: dict[str, WorldDef] = {}
     for rel in world_files:
         file = root / rel
@@ -159,6 +199,10 @@ def load_bank(path: str | Path = DEFAULT_BANK) -> Bank:
         tasks[chain.id] = _compose(file, chain, subs, tasks)
     for task in tasks.values():
         if task.world not in worlds:
-            raise UsageError(one_line(f"task {task.id} names world {task.world!r}, which the bank does not define"))
+            raise UsageError(
+                one_line(f"task {task.id} names world {task.world!r}, which the bank does not define")
+            )
     ordered = {tid: tasks[tid] for tid in sorted(tasks, key=_sort_key)}
-    return Bank(name=str(manifest["bank"]), hash=str(manifest["hash"]), path=root, worlds=worlds, tasks=ordered)
+    return Bank(
+        name=str(manifest["bank"]), hash=str(manifest["hash"]), path=root, worlds=worlds, tasks=ordered
+    )
