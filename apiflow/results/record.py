@@ -11,6 +11,7 @@ import json
 from enum import StrEnum
 from typing import Any, Final, Literal, NewType
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 SCHEMA_VERSION: Final = "1.0"
@@ -142,12 +143,64 @@ class TrialRecord(BaseModel):
 
     def to_json(self) -> str:
         """Compact JSON as the published files are written (raw non-ASCII, no trailing newline)."""
-        return json.dumps(self.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=False)
+        data = self.model_dump(mode="json")
+        fast = _orjson_bytes(data)
+        return (
+            fast.decode() if fast is not None else json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        )
+
+    def to_json_bytes(self) -> bytes:
+        """``to_json().encode()``, the same bytes (what the store writes)."""
+        return json_bytes(self.model_dump(mode="json"))
 
     @property
     def is_harness_outcome(self) -> bool:
         """True when the trial says nothing about the model (provider or harness fault)."""
         return self.apiflow.termination in HARNESS_OUTCOMES
+
+
+def json_bytes(data: Any) -> bytes:
+    """``json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()``, byte for byte, ~5x cheaper.
+
+    orjson writes what ``json.dumps`` writes for str keys, strings (raw non-ASCII, the same
+    escapes), ints, bools, None and every float that ``repr`` shows without an exponent; it
+    differs on the rest (``1e-05`` is ``0.00001`` there, NaN is ``null``) and refuses ints past
+    64 bits, non-str keys and lone surrogates. Data with any of those takes ``json.dumps``
+    (docs/design/042-result-store.md, "What a stored trial costs").
+    """
+    fast = _orjson_bytes(data)
+    return fast if fast is not None else json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _orjson_bytes(data: Any) -> bytes | None:
+    if not _orjson_exact(data):
+        return None
+    try:
+        return orjson.dumps(data)
+    except TypeError:  # orjson.JSONEncodeError: a big int, a non-str key, a lone surrogate
+        return None
+
+
+_PLAIN = (str, int, bool, type(None))
+
+
+def _orjson_exact(data: Any) -> bool:
+    """True when every float in ``data`` is one ``repr`` writes without an exponent (orjson and
+    ``json`` agree on those) and every value is a plain JSON type."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is dict:
+            stack.extend(value.values())
+        elif kind is list:
+            stack.extend(value)
+        elif kind is float:
+            if not (value == 0.0 or 1e-4 <= abs(value) < 1e16):  # NaN and inf fail this too
+                return False
+        elif kind not in _PLAIN:
+            return False
+    return True
 
 
 WALL_TIME_FIELDS = ("duration_s", "provenance.created")

@@ -1,0 +1,78 @@
+"""``TrialRecord.to_json`` through orjson: the very bytes ``json.dumps`` writes, or json.dumps itself."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import build_record
+
+from apiflow.results.record import _orjson_exact, json_bytes
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "transcripts"
+
+
+def reference(data: Any) -> bytes:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def test_published_transcripts_serialise_to_the_same_bytes() -> None:
+    files = sorted(FIXTURES.glob("*/*.json"))
+    assert len(files) > 20
+    for file in files:
+        data = json.loads(file.read_bytes())
+        assert json_bytes(data) == reference(data), file
+
+
+def test_played_records_serialise_to_the_same_bytes() -> None:
+    from apiflow.agent import run_trial_sync, trial_seed
+    from apiflow.bank import load_bank
+    from apiflow.models import OFFLINE_MODELS, make_model
+
+    bank = load_bank()
+    for task in list(bank.tasks.values())[:4]:
+        for name in OFFLINE_MODELS:
+            model = make_model(name, task, trial_seed(0, task.id, 1))
+            record = run_trial_sync(task, bank.world_of(task), model, seed=0, epoch=1, bank_name=bank.name,
+                                    bank_hash=bank.hash, run_id="json", model_slug=name)  # fmt: skip
+            data = record.model_dump(mode="json")
+            assert record.to_json_bytes() == reference(data)
+            assert record.to_json() == reference(data).decode()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0.0, -0.0, 1e-4, 9.999e-5, 1e-5, 5e-324, 1e16, 9.999999999999998e15, 1e300, float("nan"),
+     float("inf"), -float("inf"), 2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30, True, None,
+     "\x00\x1f\x7f\u2028\u2029\"\\\n\r\t\b\f", "é漢😀", {"k": [1.5, {"n": 1e-7}]}, [], {}],
+)  # fmt: skip
+def test_awkward_values_match_json_dumps(value: Any) -> None:
+    assert json_bytes({"v": value, "list": [value]}) == reference({"v": value, "list": [value]})
+
+
+def test_floats_across_magnitudes_match_json_dumps() -> None:
+    rng = random.Random(11)
+    for _ in range(20_000):
+        value = rng.choice((-1, 1)) * rng.random() * 10 ** rng.uniform(-9, 20)
+        assert json_bytes([value]) == reference([value]), value
+
+
+def test_what_orjson_would_write_differently_takes_json_dumps() -> None:
+    assert not _orjson_exact({"a": [1e-5]}) and not _orjson_exact([float("nan")])
+    assert not _orjson_exact({"a": (1, 2)})  # not a plain JSON type: json.dumps decides
+    assert _orjson_exact({"a": [1.5, "x", 3, None, True]})
+    surrogate = {"text": "\ud800"}
+    with pytest.raises(UnicodeEncodeError):
+        json_bytes(surrogate)  # as json.dumps(...).encode() does
+
+
+def test_a_record_with_awkward_values_round_trips_like_before() -> None:
+    record = build_record()
+    record.messages = [
+        {"role": "tool", "content": [{"type": "text", "text": "ok"}], "extra": {"x": 1e-9, "n": 2**70}}
+    ]
+    assert record.to_json_bytes() == reference(record.model_dump(mode="json"))
+    assert record.to_json() == reference(record.model_dump(mode="json")).decode()
