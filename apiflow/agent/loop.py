@@ -180,31 +180,43 @@ class _Loop:
 
     def _run_calls(self, turn: CheckedTurn) -> bool:
         """Run one turn's calls in order; True when the trial must stop."""
-        cap = self.limits.max_tool_calls
+        # The limit checks of _over_messages, _over_time and _over_transcript, inlined: this runs
+        # once per tool call, the hottest loop of a trial.
+        out, messages, call_tool = self.out, self.messages, self.tools.call
+        cap, max_messages, deadline = self.limits.max_tool_calls, self.limits.max_messages, self.deadline
+        scans, run_arguments, runnable = turn.scans, turn.run_arguments, turn.runnable
         for index, call in enumerate(turn.output.tool_calls):
-            if cap is not None and self.out.tool_calls >= cap:
+            if cap is not None and out.tool_calls >= cap:
                 return self._stop_limit("tool_calls")
-            if self._over_messages():
+            if max_messages is not None and len(messages) >= max_messages:
                 return self._stop_limit("messages")
-            if self._over_time():
+            if deadline is not None and time.monotonic() >= deadline:
                 return self._stop_limit("time")
-            if self._over_transcript():
+            if self.transcript_chars > TRANSCRIPT_CHARS:
                 return self._stop_limit("transcript_chars")
-            if index < turn.runnable:
-                scanned = turn.scans[index] if index < len(turn.scans) else None
-                result = self.tools.call(call.name, turn.run_arguments[index], scanned)
-                self.out.tool_calls += 1
-                self.out.parse_errors += bool(result.parse_error)
+            if index < runnable:
+                scanned = scans[index] if index < len(scans) else None
+                result = call_tool(call.name, run_arguments[index], scanned)
+                out.tool_calls += 1
+                out.parse_errors += bool(result.parse_error)
             else:  # a fresh result per call: messages must not share one error dict
                 result = ToolResult.failed("unknown", _EXCESS_CALL_MESSAGE, limit="parallel_calls")
-            self.out.tool_errors += result.error is not None
+            error = result.error
             limit = getattr(result, "limit", None)
             if limit is not None:
-                self.out.input.hit(limit)
-            self.messages.append(tool_message(call, result))
+                out.input.hit(limit)
+            message: dict[str, Any] = {
+                "role": "tool",
+                "content": result.content,
+                "tool_call_id": call.id,
+                "function": call.name,
+            }
             self.transcript_chars += _MESSAGE_OVERHEAD + len(result.content)
-            if result.error is not None:
-                self.transcript_chars += len(result.error["message"])
+            if error is not None:  # as tool_message: ``error`` only on failure
+                out.tool_errors += 1
+                message["error"] = error
+                self.transcript_chars += len(error["message"])
+            messages.append(message)
             if result.terminated is not None:
                 # Published shape: the abstention's tool result, then one empty assistant turn.
                 self.out.termination = _ABSTAIN_TOOLS[result.terminated]

@@ -9,6 +9,7 @@ hashed into every trial id, so any edit here starts a new, separately keyed set 
 from __future__ import annotations
 
 import hashlib
+import weakref
 
 from apiflow.bank.task import Task
 
@@ -101,11 +102,26 @@ def user_message(task: Task) -> str:
     return f"{task.prompt}\n\n{card_instruction(task.card_fields, chain=task.kind == 'chain')}"
 
 
+_user_texts: dict[int, tuple[weakref.ref[Task], str]] = {}
+"""Memo of each (frozen) task object's user message, by identity: a bank hands the same objects
+to every trial; an entry is dropped with its task."""
+
+
+def _user_text(task: Task) -> str:
+    key = id(task)
+    hit = _user_texts.get(key)
+    if hit is not None and hit[0]() is task:
+        return hit[1]
+    text = user_message(task)
+    _user_texts[key] = (weakref.ref(task, lambda _r: _user_texts.pop(key, None)), text)
+    return text
+
+
 def initial_messages(task: Task) -> list[dict[str, str]]:
     """The two messages every trial starts with (system, user)."""
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": user_message(task)},
+        {"role": "user", "content": _user_text(task)},
     ]
 
 

@@ -17,16 +17,22 @@ _ELLIPSIS = "…"
 
 
 def _exchange(index: int, sent: Any, cut: dict[str, str]) -> Exchange:
+    """``Exchange.sent`` of one workspace exchange (its normalisation, written out: one call)."""
     response = sent.response
-    return Exchange.sent(
+    request = sent.request if isinstance(sent.request, dict) else {}
+    method, url = request.get("method"), request.get("url")
+    return Exchange(
         index,
-        sent.request if isinstance(sent.request, dict) else {},
-        status=response.status if response is not None else None,
-        response_body=response.body if response is not None else None,
-        preview=cut.get(sent.response_ref) if sent.response_ref else None,
-        network_error=sent.network_error,
-        request_ref=sent.request_ref,
-        response_ref=sent.response_ref,
+        method.upper() if isinstance(method, str) else "GET",
+        url if isinstance(url, str) else "",
+        request.get("headers"),
+        request.get("body"),
+        response.status if response is not None else None,
+        response.body if response is not None else None,
+        cut.get(sent.response_ref) if sent.response_ref and cut else None,
+        sent.network_error,
+        sent.request_ref,
+        sent.response_ref,
     )
 
 

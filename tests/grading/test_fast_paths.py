@@ -122,3 +122,40 @@ def test_route_diagnostics_match_the_plain_definition(seed: int) -> None:
 )
 def test_normalise_keeps_lowercased_alphanumerics(text: str) -> None:
     assert _normalise(text) == "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+class _Sent:
+    def __init__(self, request: Any, response: Any, ref: str | None) -> None:
+        self.request, self.response, self.response_ref = request, response, ref
+        self.network_error = None if response is not None else "connection refused"
+        self.request_ref = "request:req-1"
+
+
+class _Response:
+    status, body = 201, {"id": "x"}
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"method": "post", "url": "/v1/x", "headers": {"a": "b"}, "body": {"k": 1}},
+        {"url": 3},
+        {"method": 5},
+        "not a dict",
+        {},
+    ],
+)
+@pytest.mark.parametrize("response", [_Response(), None])
+def test_live_exchange_is_exchange_sent(request_: Any, response: Any) -> None:
+    for ref, cut in (("request:req-1/response:r", {"request:req-1/response:r": "prev…"}), (None, {})):
+        sent = _Sent(request_, response, ref)
+        assert live._exchange(4, sent, cut) == Exchange.sent(
+            4,
+            request_ if isinstance(request_, dict) else {},
+            status=response.status if response is not None else None,
+            response_body=response.body if response is not None else None,
+            preview=cut.get(ref) if ref else None,
+            network_error=sent.network_error,
+            request_ref=sent.request_ref,
+            response_ref=ref,
+        )
