@@ -1,6 +1,6 @@
 """Per-trial harness cost of a graded 12-call oracle trial on ``bank/v1`` (no model latency).
 
-One command: ``.venv/bin/python bench/bench_trial.py [--trials N] [--bank DIR] [--profile]``.
+One command: ``.venv/bin/python bench/bench_trial.py [--trials N] [--bank DIR] [--profile | --calls]``.
 
 The trials are the bank's tasks whose golden path is 12 tool calls (13 model calls; three
 tasks on ``bank/v1``), played in turn. Measures, in one process and one run:
@@ -243,11 +243,35 @@ def profile(bank: Bank, tasks: list[Task], n: int) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
+def count_calls(bank: Bank, tasks: list[Task], n: int, recorded: list[list[tuple[str, Any]]]) -> None:
+    """Python function calls per trial (cProfile's count) of the tools and graded variants.
+
+    Deterministic, unlike CPU time on a shared machine: the figure to compare before and after a change.
+    """
+    worlds = [bank.world_of(task) for task in tasks]
+
+    def graded(i: int) -> Awaitable[Any]:
+        task = tasks[i % len(tasks)]
+        model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
+        return run_trial(task, worlds[i % len(tasks)], model, **_kwargs(bank, task, 1))
+
+    for name, batch in (("tools", _tools_batch(bank, tasks, recorded)), ("trial", _async_batch(graded))):
+        batch(min(n, 20))
+        prof = cProfile.Profile()
+        prof.runcall(batch, n)
+        print(f"{name:10s} {pstats.Stats(prof).total_calls / n:10.1f} function calls per trial ({n} trials)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200, help="trials per round (default 200)")
     parser.add_argument("--bank", default=str(V1_BANK), help="bank folder (default bank/v1)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the graded trial")
+    parser.add_argument(
+        "--calls",
+        action="store_true",
+        help="print function calls per trial (tools, graded) instead of timing",
+    )
     args = parser.parse_args()
     bank = load_bank(args.bank)
     tasks = pick_tasks(bank)
@@ -268,6 +292,9 @@ def main() -> int:
     recorded = [
         [(c["name"], c["arguments"]) for m in ch.messages for c in m.get("tool_calls", ())] for ch in checks
     ]
+    if args.calls:
+        count_calls(bank, tasks, args.trials, recorded)
+        return 0
     timings = measure(bank, tasks, args.trials, recorded)
     tool_calls = round(statistics.mean(ch.apiflow.tool_calls for ch in checks))
     model_calls = round(statistics.mean(ch.apiflow.model_calls for ch in checks))
