@@ -167,10 +167,10 @@ def part_c(work: Path) -> None:
         print(f"    {int(trials):6d} planned trials: peak RSS {float(rss):6.1f} MB")
 
 
-def _calibrated_grid(out: str, epochs: int = 5, batch: int = 64) -> dict:
+def _calibrated_grid(out: str, epochs: int = 5, batch: int = 64, n_models: int = 19) -> dict:
     from apiflow.models.calibrated import CALIBRATED_PANEL
 
-    models = [{"model": m} for m in CALIBRATED_PANEL]
+    models = [{"model": m} for m in CALIBRATED_PANEL[:n_models]]
     return _grid(out, bank=str(ROOT / "bank/v1"), models=models, epochs=epochs, concurrency={"batch": batch})
 
 
@@ -187,20 +187,37 @@ def _inprocess(spec_data: dict, trials: list, batch: bool = True) -> tuple[float
     return time.process_time() - cpu, time.perf_counter() - wall
 
 
-def part_d(work: Path, epochs: int = 5, batch: int = 64) -> None:
+def _bank_load_cpu(cache: str) -> float:
+    """CPU seconds of ``load_checked_bank`` for bank/v1 in a fresh process (``cache``: the
+    ``APIFLOW_BANK_CACHE`` value, ``off`` to parse)."""
+    code = (
+        "import time; from apiflow.bank import load_bank; t = time.process_time(); "
+        f"load_bank({str(ROOT / 'bank/v1')!r}, cache=True); print(time.process_time() - t)"
+    )
+    env = {**os.environ, "APIFLOW_BANK_CACHE": cache} if cache else dict(os.environ)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True
+    )
+    return float(done.stdout.split()[-1])
+
+
+def part_d(work: Path, epochs: int = 5, batch: int = 64, n_models: int = 19) -> None:
     from cluster.driver import absolute_paths
     from cluster.plan import plan_grid
     from cluster.spec import GridSpec
     from cluster.worker import load_checked_bank
 
     out = work / "d-grid"
-    grid = _calibrated_grid(str(out), epochs, batch)
+    grid = _calibrated_grid(str(out), epochs, batch, n_models)
+    parse_s = _bank_load_cpu("off")
+    _bank_load_cpu("")  # fills the cache (a hit already when an earlier run or grid filled it)
+    cached_s = _bank_load_cpu("")
     plan = plan_grid(
         absolute_paths(GridSpec.model_validate(grid)), load_checked_bank(GridSpec.model_validate(grid))
     )
     sample = plan[::20]
     _inprocess(_calibrated_grid(str(work / "d-warm"), epochs, batch), plan[1::97][:200])  # imports, caches
-    cpu_s, inproc_s = _inprocess(_calibrated_grid(str(work / "d-inproc"), epochs, batch), sample)
+    cpu_s, inproc_s = _inprocess(_calibrated_grid(str(work / "d-inproc"), epochs, batch, n_models), sample)
     per_trial = inproc_s / len(sample)
     grid_file = work / "full-grid.yaml"
     grid_file.write_text(yaml.safe_dump(grid))
@@ -209,7 +226,7 @@ def part_d(work: Path, epochs: int = 5, batch: int = 64) -> None:
     done = subprocess.run([sys.executable, "-m", "cluster.driver", str(grid_file), "--no-progress"],
                           capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     wall = time.perf_counter() - began
-    print(f"(d) full offline grid: 19 calibrated sims x {len(plan) // (19 * epochs)} bank/v1 tasks x {epochs} epochs "
+    print(f"(d) offline grid: {n_models} calibrated sims x {len(plan) // (n_models * epochs)} bank/v1 tasks x {epochs} epochs "
           f"= {len(plan)} trials, batch {batch}; load avg before {load_before}, after {_load()}")  # fmt: skip
     for line in done.stdout.splitlines():
         print(f"    {line.strip()}")
@@ -233,6 +250,10 @@ def part_d(work: Path, epochs: int = 5, batch: int = 64) -> None:
           f"row objects {sum(1 for _ in store._list('rows', ('.parquet', '.arrow')))}")  # fmt: skip
     print(f"    trial phase / ideal ({len(plan)} x in-process s/trial / {cores} cores = {ideal:.1f} s): "
           f"{trials_s / ideal:.2f}")  # fmt: skip
+    sizes = [p.stat().st_size for p in out.rglob("*") if p.is_file()]
+    print(f"    store: {len(sizes)} files, {sum(sizes) / 1e6:.1f} MB")
+    print(f"    bank/v1 load in a fresh process: parsed {parse_s:.2f} s CPU, from the parsed-bank cache "
+          f"{cached_s:.2f} s CPU (driver and every actor load it)")  # fmt: skip
 
 
 def part_e(work: Path) -> None:
@@ -284,6 +305,9 @@ def main() -> int:
     parser.add_argument(
         "--batch", type=int, default=64, help="part d: trials per actor call and per row object"
     )
+    parser.add_argument(
+        "--models", type=int, default=19, help="part d: the first N calibrated sims (19 = the full grid)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-grid-"))
@@ -299,7 +323,7 @@ def main() -> int:
         if "e" in parts:
             part_e(work)
         if "d" in parts:
-            part_d(work, args.epochs, args.batch)
+            part_d(work, args.epochs, args.batch, args.models)
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)

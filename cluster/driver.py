@@ -188,7 +188,9 @@ def run_grid(
     finally:
         cluster.close()
     summary.wall_s = time.monotonic() - started
-    summary.driver_peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    summary.driver_peak_rss_mb = usage.ru_maxrss / 1024
+    summary.driver_cpu_s = usage.ru_utime + usage.ru_stime
     return summary
 
 
@@ -250,6 +252,7 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
         for m, p in zip(spec.models, model_prices, strict=True)
     )
     queue, tally, admitting, last_stats = deque(todo), Tally(), True, 0.0
+    cpu_before = time.process_time()
     idle_since = time.monotonic()
     with GridProgress(len(todo), enabled=progress) as display:
         while queue or dispatcher.in_flight:
@@ -278,6 +281,7 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
                 tally.rate_limited = sum(s["rate_limited"] for s in stats)
             display.update(tally)
     summary.phases["trials_s"] = time.monotonic() - began
+    summary.driver_trial_cpu_s = time.process_time() - cpu_before
     summary.not_started = len(queue)
     summary.abandoned = len(dispatcher.abandoned)
     summary.budget_reached = ledger is not None and (not admitting or tally.budget_refused > 0)
@@ -287,7 +291,21 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
             journal.write(summary.ledger, tally.stored_usd, wait=True)
     if gates:
         summary.gates = ray.get([g.stats.remote() for g in gates.values()])
+    summary.workers = _worker_stats(ray, actors)
     return tally
+
+
+def _worker_stats(ray: Any, actors: list[Any]) -> list[dict[str, Any]]:
+    """Each live actor's CPU split (for the summary's worker line); a dead one is left out."""
+    from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayActorError
+
+    found = []
+    for ref in [a.stats.remote() for a in actors]:
+        try:
+            found.append(ray.get(ref, timeout=10))
+        except (RayActorError, ActorDiedError, ActorUnavailableError, GetTimeoutError):
+            continue
+    return found
 
 
 def build_arg_parser() -> argparse.ArgumentParser:

@@ -34,6 +34,11 @@ class GridSummary:
     """With a budget: the spend earlier attempts left on record (the ledger's starting point)."""
     stalled: bool = False
     """The run ended because no actor could be placed for ``STALL_S`` (resume when capacity returns)."""
+    driver_cpu_s: float = 0.0
+    driver_trial_cpu_s: float = 0.0
+    """The driver's CPU in the trial phase alone (dispatch, outcomes, progress)."""
+    workers: list[dict[str, Any]] = field(default_factory=list)
+    """Each actor's ``TrialWorker.stats()`` at the end of the run."""
 
     def model(self, index: int) -> dict[str, Any]:
         """Per-model counters (created on first use)."""
@@ -67,6 +72,7 @@ class GridSummary:
                 + ", ".join(f"{k[:-2]} {v:.1f}s" for k, v in self.phases.items())
                 + f"; driver peak RSS {self.driver_peak_rss_mb:.0f} MB"
             )
+        out.extend(self._worker_lines())
         if self.gates:
             waits = ", ".join(
                 f"{g['provider']}: {g['rate_limited']} 429s, {g['waited_s']:.1f}s waited" for g in self.gates
@@ -97,6 +103,27 @@ class GridSummary:
                 f"  {left} trials not stored (harness/provider outcomes or abandoned): rerun to retry them"
             )
         return out
+
+    def _worker_lines(self) -> list[str]:
+        batched = sum(w["trials"] for w in self.workers)
+        if not batched:
+            return []
+        per = 1000 / batched
+        play = sum(w["play_cpu_s"] for w in self.workers)
+        store = sum(w["store_cpu_s"] for w in self.workers)
+        total = sum(w["cpu_since_init_s"] for w in self.workers)
+        done = self.tally.done or batched
+        return [
+            f"  workers: {len(self.workers)} actors, {batched} offline trials in batches; CPU per trial "
+            f"{total * per:.3f} ms = trial {play * per:.3f} + store {store * per:.3f} + rest "
+            f"{(total - play - store) * per:.3f} (Ray, dispatch, serialisation); start-up "
+            + "/".join(f"{w['init_cpu_s']:.2f}" for w in self.workers)
+            + " s CPU; peak RSS "
+            + "/".join(f"{w['peak_rss_mb']:.0f}" for w in self.workers)
+            + " MB",
+            f"  driver CPU {self.driver_cpu_s:.1f} s, of which the trial phase {self.driver_trial_cpu_s:.2f} s "
+            f"({self.driver_trial_cpu_s * 1000 / done:.3f} ms per trial run)",
+        ]
 
 
 def estimate_cost(

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 
 import pytest
 from clusterkit import kill_all, pids_mentioning
 from s3kit import fresh_bucket
+
+# Grids load their bank through the parsed-bank cache (apiflow.bank.cache): keep the tests' entries
+# out of the user's ~/.cache (set before any Ray starts, so its workers inherit it).
+os.environ.setdefault("APIFLOW_BANK_CACHE", tempfile.mkdtemp(prefix="apiflow-bank-cache-"))
 
 
 @pytest.fixture(scope="module")

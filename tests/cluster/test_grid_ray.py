@@ -74,6 +74,9 @@ def test_grid_completes_with_exactly_one_row_per_trial(ray_session, tmp_path, wh
     store = ResultStore(spec.out, spec.storage_options)
     rows = store.read_rows()
     assert summary.complete and summary.tally.stored == len(planned) == 78
+    # every trial went through an actor's batch, and the summary splits the workers' CPU
+    assert sum(w["trials"] for w in summary.workers) == 78 and len(summary.workers) == 2
+    assert any(line.startswith("  workers: 2 actors, 78 offline trials") for line in summary.lines())
     assert rows.num_rows == len(planned) and set(rows.column("trial_id").to_pylist()) == planned
     assert store.done_ids() == planned
     assert store.read_manifest()["planned_trials"] == 78

@@ -1,0 +1,54 @@
+"""The workers' CPU split (trial vs store vs the rest) that the summary and bench_grid report."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from apiflow.bank import DEFAULT_BANK
+from cluster.driver import absolute_paths
+from cluster.plan import plan_grid
+from cluster.report import GridSummary
+from cluster.spec import GridSpec
+from cluster.worker import TrialRunner, load_checked_bank
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _spec(out: Path) -> GridSpec:
+    return absolute_paths(GridSpec.model_validate({
+        "name": "t", "bank": str(DEFAULT_BANK), "models": [{"model": "apiflow/oracle"}, {"model": "apiflow/sim:weak"}],
+        "out": str(out), "price_table": str(ROOT / "configs/prices/2026-12.yaml"), "concurrency": {"batch": 5},
+    }))  # fmt: skip
+
+
+def test_a_runner_counts_the_cpu_of_its_batches(tmp_path: Path) -> None:
+    spec = _spec(tmp_path / "out")
+    plan = plan_grid(spec, load_checked_bank(spec))[:13]
+    runner = TrialRunner(spec, "r")
+    outcomes = asyncio.run(runner.run_batch(plan[:12]))
+    assert all(o.stored for o in outcomes)
+    # 12 offline trials in batches of 5: 5 + 5 + 2, all counted; a lone trial (run_one) is not
+    assert runner.cpu.trials == 12 and runner.cpu.play_s > 0 and runner.cpu.store_s > 0
+    alone = asyncio.run(runner.run_batch(plan[12:]))  # one trial: the per-trial path, uncounted
+    assert runner.cpu.trials == 12 and alone[0].stored
+
+
+def test_the_summary_prints_the_split_per_trial() -> None:
+    summary = GridSummary(spec=_spec(Path("/nonexistent")), planned=4, already_done=0, driver_cpu_s=2.0,
+                          driver_trial_cpu_s=0.2)  # fmt: skip
+    summary.tally.done = 4
+    summary.workers = [
+        {"trials": 2, "play_cpu_s": 0.010, "store_cpu_s": 0.002, "cpu_since_init_s": 0.013, "init_cpu_s": 0.4,
+         "peak_rss_mb": 200.0},
+        {"trials": 2, "play_cpu_s": 0.010, "store_cpu_s": 0.002, "cpu_since_init_s": 0.013, "init_cpu_s": 0.5,
+         "peak_rss_mb": 210.0},
+    ]  # fmt: skip
+    lines = summary.lines()
+    assert (
+        "  workers: 2 actors, 4 offline trials in batches; CPU per trial 6.500 ms = trial 5.000 + store 1.000"
+        " + rest 0.500 (Ray, dispatch, serialisation); start-up 0.40/0.50 s CPU; peak RSS 200/210 MB"
+    ) in lines
+    assert "  driver CPU 2.0 s, of which the trial phase 0.20 s (50.000 ms per trial run)" in lines
+    summary.workers = []
+    assert not any("workers:" in line for line in summary.lines())
