@@ -96,5 +96,6 @@ def write_cached(bank_hash: str, bank: Any) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
-    except OSError:
-        return  # a read-only home or a full disk: the next process parses again
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        # a read-only home, a full disk, or an object that will not pickle: the next process parses again
+        return

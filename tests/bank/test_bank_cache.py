@@ -121,3 +121,15 @@ def test_cache_off_and_unwritable(
 def test_without_the_flag_nothing_is_cached(cache: Path, tmp_path: Path) -> None:
     load_bank(_copy_bank(tmp_path))
     assert not cache.exists()
+
+
+def test_a_bank_that_will_not_pickle_is_simply_not_cached(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> bytes:
+        raise TypeError("cannot pickle '_thread.lock' object")
+
+    monkeypatch.setattr("apiflow.bank.cache.pickle.dumps", refuse)
+    root = _copy_bank(tmp_path)
+    assert load_bank(root, cache=True) == load_bank(root)
+    assert not list(cache.glob("*.pickle")) and not list(cache.glob(".tmp-*"))
