@@ -27,6 +27,8 @@ from apiflow.world.errors import TransportError
 from apiflow.world.http import HttpRequest, HttpResponse, body_text
 
 Send = Callable[[HttpRequest], HttpResponse]
+_ENCODE = json.JSONEncoder().encode
+"""``json.dumps`` with its default settings, without its per-call argument checks."""
 
 PREVIEW_LIMIT = 600
 PREVIEW_MARK = "…"
@@ -89,6 +91,8 @@ def _check_headers(headers: Any) -> dict[str, Any]:
 
 
 def _declared_length_too_small(headers: dict[str, str], body: Any) -> bool:
+    if not headers:
+        return False
     declared = next((v for k, v in headers.items() if k.lower() == "content-length"), None)
     if declared is None or not declared.strip().isdigit():
         return False
@@ -175,6 +179,7 @@ def execute_request(
     # a send whose evidence could not be stored would change the world unrecorded.
     workspace.ensure_room(2 if inline else 1)
     ref = make_ref("request", workspace.ids.request_id()) if request_ref is None else request_ref
+    request_key = str(ref)  # the ref strings are made once here and handed on
     failure = wire_failure(outgoing.sent["headers"])
     response: HttpResponse | None = None
     if failure is None:
@@ -185,15 +190,17 @@ def execute_request(
                 raise ToolError(f"execute failed: {exc}") from None
             failure = str(exc)
     if inline:
-        workspace.put_entity(ref, content, "execute")
+        workspace.put_entity(ref, content, "execute", key=request_key, room_checked=True)
     if response is None:
-        workspace.record_exchange(Exchange(str(ref), None, outgoing.sent, None, failure))
-        return json.dumps({"error": failure, "request_ref": str(ref)})
-    response_ref = make_ref("response", workspace.ids.response_id(), parent=ref)
-    response_key = str(response_ref)
-    workspace.put_entity(response_ref, response_content(response, outgoing.http), "execute")
-    workspace.record_exchange(Exchange(str(ref), response_key, outgoing.sent, response))
-    return json.dumps(
+        workspace.record_exchange(Exchange(request_key, None, outgoing.sent, None, failure))
+        return _ENCODE({"error": failure, "request_ref": request_key})
+    response_id = workspace.ids.response_id()
+    response_ref = make_ref("response", response_id, parent=ref)
+    response_key = f"{request_key}/response:{response_id}"  # str(response_ref)
+    seen = response_content(response, outgoing.http)
+    workspace.put_entity(response_ref, seen, "execute", key=response_key, room_checked=True)
+    workspace.record_exchange(Exchange(request_key, response_key, outgoing.sent, response))
+    return _ENCODE(
         {
             "response_ref": response_key,
             "status": response.status,

@@ -153,9 +153,11 @@ class _Walk:
         raise NotJson(f"a {type(value).__name__} is not a JSON value")
 
     def container(self, value: dict[Any, Any] | list[Any] | tuple[Any, ...], depth: int) -> Any:
-        self.charge(2)
-        inner = depth + 1
         limit = self.max_chars
+        self.chars += 2  # inline ``charge``: same charge, same check
+        if self.chars > limit:
+            self.over()
+        inner = depth + 1
         if isinstance(value, dict):
             changed = False
             out: dict[str, Any] = {}
@@ -178,10 +180,19 @@ class _Walk:
                     out[fixed_key] = item
                     changed = changed or fixed_key is not key
                     continue
-                fixed = self.value(item, inner)
+                if type(item) is dict or type(item) is list:  # ``value``'s container branch, inline
+                    if inner > self.max_depth:
+                        raise LimitError(
+                            "argument_depth", f"The arguments nest deeper than {self.max_depth} levels"
+                        )
+                    fixed = self.container(item, inner)
+                else:
+                    fixed = self.value(item, inner)
                 changed = changed or fixed_key is not key or fixed is not item
                 out[fixed_key] = fixed
-                self.charge(2)
+                self.chars += 2
+                if self.chars > limit:
+                    self.over()
             return out if changed else value
         items = []
         for item in value:
@@ -191,8 +202,17 @@ class _Walk:
                     self.over()
                 items.append(item)
                 continue
-            items.append(self.value(item, inner))
-            self.charge(1)
+            if type(item) is dict or type(item) is list:  # as in the object loop
+                if inner > self.max_depth:
+                    raise LimitError(
+                        "argument_depth", f"The arguments nest deeper than {self.max_depth} levels"
+                    )
+                items.append(self.container(item, inner))
+            else:
+                items.append(self.value(item, inner))
+            self.chars += 1
+            if self.chars > limit:
+                self.over()
         if isinstance(value, list) and all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items

@@ -43,6 +43,10 @@ SCOPE_HEADER = ("x-apiflow-values", "per-trial")
 """Sent on every response of a salting world: distinctive values here are this trial's own
 (an agent, or a script that names bank values, must take them from the responses)."""
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+_PAIR = 36 * 36
+_PAIRS = tuple(_ALPHABET[x % 36] + _ALPHABET[x // 36] for x in range(_PAIR))
+"""Two suffix digits per entry, least significant first (``suffix``)."""
+assert SUFFIX_CHARS == 6  # three pairs
 
 Send = Callable[[HttpRequest], HttpResponse]
 
@@ -60,13 +64,14 @@ def strings_in(value: Any) -> Iterator[str]:
 
 
 def suffix(seed: int, literal: str) -> str:
-    """The per-trial suffix of ``literal`` (6 base-36 characters of sha256(seed, literal))."""
+    """The per-trial suffix of ``literal`` (6 base-36 characters of sha256(seed, literal)).
+
+    The digits run from the least significant; they are taken two at a time from a table.
+    """
     number = int.from_bytes(hashlib.sha256(f"canary|{seed}|{literal}".encode()).digest()[:8], "big")
-    chars = []
-    for _ in range(SUFFIX_CHARS):
-        number, digit = divmod(number, 36)
-        chars.append(_ALPHABET[digit])
-    return "".join(chars)
+    rest, first = divmod(number % _PAIR**3, _PAIR)
+    third, second = divmod(rest, _PAIR)
+    return _PAIRS[first] + _PAIRS[second] + _PAIRS[third]
 
 
 class CanaryCodec:
@@ -78,10 +83,12 @@ class CanaryCodec:
     """
 
     def __init__(self, literals: Iterable[str], seed: int) -> None:
-        kept = tuple(sorted({v for v in literals if CANARY_SHAPE.fullmatch(v)}, key=lambda v: (-len(v), v)))
+        kept = _kept(frozenset(literals))
         self.forward = {v: f"{v}{SEPARATOR}{suffix(seed, v)}" for v in kept}
         self._out, self._in = _patterns(kept)
-        self._escaped = [(re.escape(v), re.escape(self.forward[v])) for v in kept]
+        self._kept = kept
+        self._escapes: list[tuple[str, str]] | None = None  # salt_pattern's, made on first use
+        self._unsalted: dict[str, str] = {}  # _unsalt_text's answers for short texts (a bearer, a URL)
 
     def __bool__(self) -> bool:
         return bool(self.forward)
@@ -96,6 +103,17 @@ class CanaryCodec:
         """``salt_text`` over every string inside a JSON value (keys included)."""
         return _walk(value, self.salt_text)
 
+    @property
+    def _escaped(self) -> list[tuple[str, str]]:
+        if self._escapes is None:
+            # re.escape of ``literal~suffix`` is the literal's escape, the separator's, and the suffix
+            # as it is (base-36 characters are never escaped).
+            self._escapes = [
+                (escaped, escaped + _SEPARATOR_ESCAPED + self.forward[v][len(v) + 1 :])
+                for v, escaped in zip(self._kept, _escapes(self._kept), strict=True)
+            ]
+        return self._escapes
+
     def salt_pattern(self, pattern: str) -> str:
         """A bank regex (URL pattern) rewritten to match the per-trial forms of its literals."""
         for literal, salted in self._escaped:
@@ -106,6 +124,18 @@ class CanaryCodec:
     def _unsalt_text(self, text: str) -> str:
         if self._in is None or not text:
             return text
+        known = self._unsalted.get(text)
+        if known is not None:
+            return known
+        result = self._unsalt(text)
+        # A pure function of the text for this codec: kept for short texts the agent sends again
+        # (its bearer header on every call), bounded so a long trial cannot grow it without end.
+        if len(text) <= _MEMO_TEXT and len(self._unsalted) < _MEMO_ENTRIES:
+            self._unsalted[text] = result
+        return result
+
+    def _unsalt(self, text: str) -> str:
+        assert self._in is not None
 
         def back(match: re.Match[str]) -> str:
             literal, tail = match.group(1), match.group(2)
@@ -125,7 +155,7 @@ class CanaryCodec:
         elif isinstance(body, dict | list):
             body = _via_json(body, self._unsalt_text, self._in)
         headers = request.headers
-        if self._in.search("\n".join(v for v in headers.values() if isinstance(v, str))):
+        if self._in.search(_joined(headers)):
             headers = {k: self._unsalt_text(v) if isinstance(v, str) else v for k, v in headers.items()}
         return HttpRequest(request.method, self._unsalt_text(request.url), headers, body)
 
@@ -135,7 +165,7 @@ class CanaryCodec:
             return response
         text = response.text if response.text is not None else body_text(response.body)
         headers = dict(response.headers)
-        if self._out.search("\n".join(v for v in headers.values() if isinstance(v, str))):
+        if self._out.search(_joined(headers)):
             headers = {k: self.salt_text(v) if isinstance(v, str) else v for k, v in headers.items()}
         headers[SCOPE_HEADER[0]] = SCOPE_HEADER[1]
         if not self._out.search(text):
@@ -158,6 +188,30 @@ class CanaryCodec:
             return self.outbound(send(self.inbound(request)))
 
         return salted_send
+
+
+def _joined(headers: dict[str, Any]) -> str:
+    """The string header values joined by newlines (a pattern never spans one), for one search."""
+    try:
+        return "\n".join(headers.values())  # every value a string: the usual case
+    except TypeError:
+        return "\n".join(v for v in headers.values() if isinstance(v, str))
+
+
+_SEPARATOR_ESCAPED = re.escape(SEPARATOR)
+_MEMO_TEXT = 512
+_MEMO_ENTRIES = 256
+
+
+@functools.lru_cache(maxsize=1024)
+def _kept(literals: frozenset[str]) -> tuple[str, ...]:
+    """The literals of a set that are salted, longest first (one set per task: kept across trials)."""
+    return tuple(sorted((v for v in literals if CANARY_SHAPE.fullmatch(v)), key=lambda v: (-len(v), v)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _escapes(literals: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(re.escape(v) for v in literals)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -8,12 +8,15 @@ the same value (or the same error) for every input, including odd ones no bank h
 
 from __future__ import annotations
 
+import hashlib
 import random
+import re
 from typing import Any
 
 import pytest
 
 from apiflow.world import HttpRequest, WorldDef, WorldSession
+from apiflow.world.canaries import CanaryCodec, suffix
 from apiflow.world.compiled import MATCH_MEMO, MATCH_MEMO_PATH, compiled
 from apiflow.world.conditions import _compare, compile_condition
 from apiflow.world.features import Features, address_of, getter_of, parse_url
@@ -229,3 +232,44 @@ def test_parsed_urls_are_the_callers_own() -> None:
     assert parse_url("items") == ("", "/items", {}, "")
     long = "/p?" + "a=1&" * 1000
     assert parse_url(long).query == {"a": "1"}
+
+
+def _suffix_reference(seed: int, literal: str) -> str:
+    alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+    number = int.from_bytes(hashlib.sha256(f"canary|{seed}|{literal}".encode()).digest()[:8], "big")
+    chars = []
+    for _ in range(6):
+        number, digit = divmod(number, 36)
+        chars.append(alphabet[digit])
+    return "".join(chars)
+
+
+LITERALS = ["smk-e36f-0db4", "smkgr-2c8a6c-736", "tk_ember_18c65b", "ab-1234-567", "committed"]
+
+
+def test_codec_fast_paths_agree_with_the_plain_forms() -> None:
+    for seed in range(3000):
+        literal = LITERALS[seed % len(LITERALS)]
+        assert suffix(seed * 7919, literal) == _suffix_reference(seed * 7919, literal)
+    codec = CanaryCodec(LITERALS, 5)
+    assert codec._escaped == [(re.escape(v), re.escape(codec.forward[v])) for v in codec._kept]
+    assert CanaryCodec(reversed(LITERALS), 5).forward == codec.forward  # order of the input does not matter
+    salted = codec.forward["tk_ember_18c65b"]
+    texts = [
+        f"Bearer {salted}",
+        "Bearer tk_ember_18c65b",
+        f"/v3/x/{codec.forward['smk-e36f-0db4']}",
+        "plain",
+        "",
+    ]
+    fresh = CanaryCodec(LITERALS, 5)
+    for _ in range(3):  # answered from the memo from the second round on
+        assert [codec._unsalt_text(t) for t in texts] == [fresh._unsalt(t) if t else t for t in texts]
+    assert codec._unsalt_text(texts[0]) == "Bearer tk_ember_18c65b"
+    assert codec._unsalt_text(texts[1]) == "Bearer tk_ember_18c65b~0"
+    request = HttpRequest("GET", texts[2], {"authorization": texts[0], "x-n": 3}, None)  # type: ignore[dict-item]
+    seen = codec.inbound(request)
+    assert seen.headers == {"authorization": "Bearer tk_ember_18c65b", "x-n": 3}
+    assert seen.url == "/v3/x/smk-e36f-0db4"
+    plain = HttpRequest("GET", "/v3/y", {"accept": "application/json"}, None)
+    assert codec.inbound(plain).headers is plain.headers
