@@ -28,11 +28,13 @@ import hashlib
 import json
 import math
 import random
+import socket
 import threading
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict, dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from http import HTTPStatus
+from typing import Any, Literal, cast
 
 from apiflow.agent.prompts import user_message
 from apiflow.bank import DEFAULT_BANK, Task, load_bank
@@ -125,6 +127,10 @@ class StandinStats:
     answered_at: list[float] = field(default_factory=list)
 
 
+class _Hang(float):
+    """Seconds a hung request waits before its connection is dropped (it is never answered)."""
+
+
 class _Limiter:
     """Server-side RPM/TPM buckets (the provider's view of the limit)."""
 
@@ -190,27 +196,57 @@ class StandinProvider:
         ``auth`` is the request's credential header, quoted in fault bodies only with ``echo_auth``;
         ``wire`` is the API shape (``openai`` chat completions or ``anthropic`` messages). The
         faults are the same on both (a Messages reply cannot carry malformed tool JSON, so
-        ``p_malformed`` applies to the OpenAI wire only).
+        ``p_malformed`` applies to the OpenAI wire only). Blocks for the latency (``ahandle`` is
+        the same answer for the server's event loop).
         """
-        self._count("requests")
+        self._enter()
+        try:
+            early, wait = self._before(body, auth, wire)
+            if early is not None:
+                return early
+            time.sleep(wait)
+            return (0, {}, None) if isinstance(wait, _Hang) else self._after(body, auth, wire)
+        finally:
+            self._leave()
+
+    async def ahandle(
+        self, body: dict[str, Any], auth: str = "", wire: Wire = "openai"
+    ) -> tuple[int, dict[str, str], dict[str, Any] | str | None]:
+        """``handle`` on an event loop: the latency and a hung request wait without a thread."""
+        self._enter()
+        try:
+            early, wait = self._before(body, auth, wire)
+            if early is not None:
+                return early
+            if wait:
+                await asyncio.sleep(wait)
+            return (0, {}, None) if isinstance(wait, _Hang) else self._after(body, auth, wire)
+        finally:
+            self._leave()
+
+    def _enter(self) -> None:
         with self.lock:
+            self.stats.requests += 1
             self.stats.in_flight += 1
             self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
-        try:
-            return self._handle(body, auth, wire)
-        finally:
-            with self.lock:
-                self.stats.in_flight -= 1
 
-    def _handle(
+    def _leave(self) -> None:
+        with self.lock:
+            self.stats.in_flight -= 1
+
+    def _before(
         self, body: dict[str, Any], auth: str, wire: Wire
-    ) -> tuple[int, dict[str, str], dict[str, Any] | str | None]:
+    ) -> tuple[tuple[int, dict[str, str], dict[str, Any] | str] | None, float]:
+        """Limits and the fault dice, in their fixed order: ``(answer, None)`` when the request
+        ends here, else ``(None, seconds to wait)`` before ``_after`` answers it (a hung
+        request waits a ``_Hang``: its ``timeout_s``, then the connection is dropped)."""
         c = self.config
         error = anthropic_wire.error_body if wire == "anthropic" else _error
         echo = f" (request credentials: {auth})" if c.echo_auth and auth else ""
-        messages = body.get("messages") or []
-        sent = messages if wire != "responses" else body.get("input") or []
-        prompt_tokens = sum(len(json.dumps(m)) for m in sent) // CHARS_PER_TOKEN
+        sent = (body.get("messages") or []) if wire != "responses" else (body.get("input") or [])
+        prompt_tokens = (
+            sum(len(json.dumps(m)) for m in sent) // CHARS_PER_TOKEN if self.limiter.buckets else 0
+        )
         wait = self.limiter.admit(prompt_tokens + int(body.get("max_tokens") or 0) // 8)
         if wait is None and c.p_429 and self._roll() < c.p_429:
             wait = c.retry_after_s
@@ -220,20 +256,26 @@ class StandinProvider:
                 "retry-after": str(max(1, math.ceil(wait))),  # whole seconds (RFC 9110); -ms is exact
                 "retry-after-ms": str(int(wait * 1000) + 1),
             }
-            return 429, headers, error("rate_limit_exceeded", "Rate limit reached for requests" + echo)
+            return (429, headers, error("rate_limit_exceeded", "Rate limit reached for requests" + echo)), 0.0
         if c.p_500 and self._roll() < c.p_500:
             self._count("server_errors")
             message = "The server had an error while processing your request" + echo
-            return 500, {}, error("server_error", message)
+            return (500, {}, error("server_error", message)), 0.0
         if c.p_garbage and self._roll() < c.p_garbage:
             self._count("garbage")
-            return 200, {}, "<html>upstream proxy error" + echo + "</html>"
+            return (200, {}, "<html>upstream proxy error" + echo + "</html>"), 0.0
         if c.p_timeout and self._roll() < c.p_timeout:
             self._count("timeouts")
-            time.sleep(c.timeout_s)
-            return 0, {}, None
-        if c.latency_s:
-            time.sleep(c.latency_s)
+            return None, _Hang(c.timeout_s)
+        return None, c.latency_s
+
+    def _after(
+        self, body: dict[str, Any], auth: str, wire: Wire
+    ) -> tuple[int, dict[str, str], dict[str, Any] | str | None]:
+        c = self.config
+        error = anthropic_wire.error_body if wire == "anthropic" else _error
+        echo = f" (request credentials: {auth})" if c.echo_auth and auth else ""
+        messages = body.get("messages") or []
         try:
             if wire == "anthropic":
                 anthropic_wire.check_request(body, self.key)
@@ -298,17 +340,17 @@ class StandinProvider:
             raise LookupError("the stand-in only knows conversations about its bank's tasks")
         model = dict(self.config.plays).get(model, model)
         seed = int(hashlib.sha256(f"{model}|{task.id}".encode()).hexdigest()[:12], 16)
-        player = make_model(model, task, seed)
         config = GenerateConfig()
         # Stateless: replay every earlier assistant turn so the scripted model is where the conversation is.
         turns = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
 
         async def replay() -> ModelOutput:
+            player = make_model(model, task, seed)
             for index in turns:
                 await player.generate(messages[:index], tools, config)
             return await player.generate(messages, tools, config)
 
-        return asyncio.run(replay())
+        return _drive(replay)
 
     def _completion(self, model: str, output: ModelOutput, reasoning: str | None = None) -> dict[str, Any]:
         c = self.config
@@ -323,6 +365,38 @@ class StandinProvider:
         return openai_wire.render_completion(model, text, calls, output.usage, reasoning)
 
 
+def _drive(make: Callable[[], Coroutine[Any, Any, ModelOutput]]) -> ModelOutput:
+    """Run an offline model's coroutine to its end here, without an event loop.
+
+    Offline models compute and never wait (a bare ``await asyncio.sleep(0)`` yields None and is
+    stepped over), so a request costs no new event loop (``asyncio.run`` was most of the
+    stand-in's CPU per request) and the server's own loop can call it. One that waits on a real
+    future is played again from the start by ``asyncio.run`` in a thread of its own.
+    """
+    coro = make()
+    try:
+        while coro.send(None) is None:
+            pass
+    except StopIteration as done:
+        return cast(ModelOutput, done.value)
+    coro.close()
+    result: list[ModelOutput] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(asyncio.run(make()))
+        except BaseException as exc:  # re-raised in the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
 def _thinking(output: ModelOutput, turn: int) -> str:
     """The reasoning the stand-in shows for one turn: deterministic, so records replay exactly."""
     if output.tool_calls:
@@ -331,42 +405,62 @@ def _thinking(output: ModelOutput, turn: int) -> str:
     return f"Turn {turn}: the results so far answer the task; writing the answer card."
 
 
-class _Handler(BaseHTTPRequestHandler):
-    provider: StandinProvider
-    protocol_version = "HTTP/1.1"
+_REASONS = {status.value: status.phrase for status in HTTPStatus}
+LISTEN_BACKLOG = 4096
+"""Listen backlog: a thousand clients connecting at once must not see SYN drops (the default of
+a few turns into seconds-long connect retries)."""
 
-    def log_message(self, *args: Any) -> None:  # quiet: tests read /stats instead
-        pass
 
-    def _send(self, status: int, headers: dict[str, str], body: dict[str, Any] | str) -> None:
-        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
+def _frame(status: int, headers: dict[str, str], body: dict[str, Any] | str) -> bytes:
+    data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    head = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}", "content-type: application/json",
+            f"content-length: {len(data)}", *(f"{key}: {value}" for key, value in headers.items())]  # fmt: skip
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        if self.path.rstrip("/").endswith("/stats"):  # answer times: GET /stats/times (they are many)
-            self._send(200, {}, asdict(self.provider.stats) | {"answered_at": []})
-        elif self.path.rstrip("/").endswith("/stats/times"):
-            with self.provider.lock:
-                self._send(200, {}, {"answered_at": list(self.provider.stats.answered_at)})
-        elif self.path.rstrip("/").endswith("/models"):
-            self._send(200, {}, {"object": "list", "data": []})
-        else:
-            self._send(404, {}, _error("not_found", self.path))
 
-    def do_POST(self) -> None:  # noqa: N802
-        length = int(self.headers.get("content-length") or 0)
+class _Connection:
+    """One client connection: HTTP/1.1 requests one after another (keep-alive), on the server's loop."""
+
+    def __init__(self, provider: StandinProvider) -> None:
+        self.provider = provider
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            body = json.loads(self.rfile.read(length) or b"{}")
+            while True:
+                request = await _read_request(reader)
+                if request is None:
+                    break
+                method, path, headers, raw = request
+                answer = await self._answer(method, path, headers, raw)
+                if answer is None:  # a hung request: drop the connection as a dead upstream would
+                    break
+                writer.write(answer)
+                await writer.drain()
+                if headers.get("connection", "").lower() == "close":
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            pass
+        finally:
+            writer.close()
+
+    async def _answer(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> bytes | None:
+        provider = self.provider
+        path = target.split("?", 1)[0].rstrip("/")
+        if method == "GET":
+            if path.endswith("/stats"):  # answer times: GET /stats/times (they are many)
+                return _frame(200, {}, asdict(provider.stats) | {"answered_at": []})
+            if path.endswith("/stats/times"):
+                with provider.lock:
+                    return _frame(200, {}, {"answered_at": list(provider.stats.answered_at)})
+            if path.endswith("/models"):
+                return _frame(200, {}, {"object": "list", "data": []})
+            return _frame(404, {}, _error("not_found", target))
+        if method != "POST":
+            return _frame(405, {}, _error("method_not_allowed", method))
+        try:
+            body = json.loads(raw or b"{}")
         except ValueError:
-            self._send(400, {}, _error("invalid_request_error", "body is not JSON"))
-            return
-        path = self.path.split("?", 1)[0].rstrip("/")
+            return _frame(400, {}, _error("invalid_request_error", "body is not JSON"))
         if path.endswith("chat/completions"):
             wire: Wire = "openai"
         elif path.endswith("/v1/messages"):
@@ -374,25 +468,41 @@ class _Handler(BaseHTTPRequestHandler):
         elif path.endswith("/responses"):
             wire = "responses"
         else:
-            self._send(404, {}, _error("not_found", self.path))
-            return
-        auth = self.headers.get("authorization") or self.headers.get("x-api-key") or ""
-        status, headers, payload = self.provider.handle(body, auth, wire)
-        if payload is None:  # a hung request: drop the connection as a dead upstream would
-            self.close_connection = True
-            return
-        self._send(status, headers, payload)
+            return _frame(404, {}, _error("not_found", target))
+        auth = headers.get("authorization") or headers.get("x-api-key") or ""
+        status, extra, payload = await provider.ahandle(body, auth, wire)
+        return None if payload is None else _frame(status, extra, payload)
 
 
-class _Listener(ThreadingHTTPServer):
-    """One thread per open request, and a listen backlog for a thousand clients connecting at
-    once (the default 5 drops SYNs, which clients see as seconds-long connect retries)."""
-
-    request_queue_size = 4096
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes] | None:
+    """``(method, target, headers, body)`` of the next request, None at the end of the connection."""
+    line = await reader.readline()
+    if not line.strip():
+        return None
+    method, target = line.decode("latin-1").split()[:2]
+    headers: dict[str, str] = {}
+    while (field_line := await reader.readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = field_line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        chunks = []
+        while size := int((await reader.readline()).split(b";")[0].strip() or b"0", 16):
+            chunks.append(await reader.readexactly(size))
+            await reader.readline()
+        while (await reader.readline()) not in (b"\r\n", b"\n", b""):  # trailer fields
+            pass
+        return method, target, headers, b"".join(chunks)
+    length = int(headers.get("content-length") or 0)
+    return method, target, headers, await reader.readexactly(length) if length else b""
 
 
 class StandinServer:
-    """The HTTP server in a background thread: ``with StandinServer(cfg) as url: ...``.
+    """The HTTP server on an event loop in a background thread: ``with StandinServer(cfg) as url: ...``.
+
+    One asyncio loop serves every connection: a request waiting out its latency (or hanging) is
+    a sleeping task, not a thread. With a thread per request, a thousand requests waking from
+    their latency at once fought over the GIL and cost the stand-in ~6 ms of CPU each
+    (bench/bench_concurrency.py; docs/design/043-retries-and-rate-limits.md).
 
     Args:
         config: Behaviour.
@@ -401,28 +511,60 @@ class StandinServer:
 
     def __init__(self, config: StandinConfig | None = None, port: int = 0) -> None:
         self.provider = StandinProvider(config or StandinConfig())
-        handler = type("Handler", (_Handler,), {"provider": self.provider})
-        self.httpd = _Listener(("127.0.0.1", port), handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.socket = socket.create_server(("127.0.0.1", port), backlog=LISTEN_BACKLOG)
+        self.port: int = self.socket.getsockname()[1]
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self._started = threading.Event()
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     @property
     def url(self) -> str:
         """Base URL for litellm's ``api_base`` on ``openai/`` routes (``http://127.0.0.1:PORT/v1``)."""
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     @property
     def root(self) -> str:
         """Base URL for litellm's ``api_base`` on ``anthropic/`` routes (it appends ``/v1/messages``)."""
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await _Connection(self.provider).serve(reader, writer)
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self._server = self.loop.run_until_complete(
+            asyncio.start_server(self._client, sock=self.socket, limit=2**20)
+        )
+        self._started.set()
+        try:
+            self.loop.run_forever()
+        finally:
+            self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*self._tasks, return_exceptions=True))
+            self.loop.close()
 
     def start(self) -> str:
         self.thread.start()
+        self._started.wait()
         return self.url
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        if self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=30)
+        else:
+            self.socket.close()
 
     def __enter__(self) -> str:
         return self.start()
