@@ -43,10 +43,15 @@ class _Pending:
 
 def _take(waiting: list[dict[str, Any]], result: Mapping[str, Any]) -> dict[str, Any] | None:
     """Remove and return the waiting call a tool result answers: by id, else by tool name."""
-    call_id, function = result.get("tool_call_id"), result.get("function")
-    for key, wanted in (("id", call_id), ("name", function)):
+    call_id = result.get("tool_call_id")
+    if call_id is not None:
         for i, call in enumerate(waiting):
-            if wanted is not None and call.get(key) == wanted:
+            if call.get("id") == call_id:
+                return waiting.pop(i)
+    function = result.get("function")
+    if function is not None:
+        for i, call in enumerate(waiting):
+            if call.get("name") == function:
                 return waiting.pop(i)
     return None
 
@@ -60,15 +65,18 @@ def _tool_calls(messages: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any]
     waiting: list[dict[str, Any]] = []
     for message in messages:
         role = message.get("role")
-        if role == "assistant":
-            yield from ((call, None) for call in waiting)
+        if role == "tool":
+            if waiting:  # nothing to answer otherwise
+                call = _take(waiting, message)
+                if call is not None:
+                    yield call, message
+        elif role == "assistant":
+            for call in waiting:
+                yield call, None
             calls = message.get("tool_calls")
             waiting = [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
-        elif role == "tool":
-            call = _take(waiting, message)
-            if call is not None:
-                yield call, message
-    yield from ((call, None) for call in waiting)
+    for call in waiting:
+        yield call, None
 
 
 def _result_text(result: Mapping[str, Any]) -> str | None:
@@ -133,15 +141,9 @@ class _Builder:
         if text is None:
             return
         name = call.get("name")
-        args = _arguments(call)
-        if name == "execute":
-            self._execute(args, text)
-        elif name == "read":
-            self._read(args, text)
-        elif name == "write":
-            self._write(args, text)
-        elif name == "edit":
-            self._edit(args, text)
+        handler = _HANDLERS.get(name) if isinstance(name, str) else None
+        if handler is not None:
+            handler(self, _arguments(call), text)
         elif name in ("clarify", "report_blocked") and self.abstention is None:
             self.abstention = _abstention(name, text)
 
@@ -219,6 +221,15 @@ class _Builder:
 
     def exchanges(self) -> tuple[Exchange, ...]:
         return tuple(_freeze(i, item) for i, item in enumerate(self.pending))
+
+
+# The tools whose results change the evidence (the others only count as calls).
+_HANDLERS = {
+    "execute": _Builder._execute,
+    "read": _Builder._read,
+    "write": _Builder._write,
+    "edit": _Builder._edit,
+}
 
 
 def _freeze(index: int, item: _Pending) -> Exchange:
