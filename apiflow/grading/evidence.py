@@ -184,7 +184,8 @@ def task_text_of(messages: Any) -> str:
     """The text of every user message, joined (string contents and text blocks)."""
     parts: list[str] = []
     for message in messages if isinstance(messages, list) else ():
-        if not isinstance(message, Mapping) or message.get("role") != "user":
+        # ``type(...) is dict`` first: the ABC check is ten times dearer and nearly every message is one.
+        if not (type(message) is dict or isinstance(message, Mapping)) or message.get("role") != "user":
             continue
         content = message.get("content")
         if isinstance(content, str):
