@@ -94,19 +94,29 @@ def _cpu_s(pid: int) -> float:
 
 
 class PeakRss:
-    """Samples the trial-worker actors' VmHWM (the kernel's own peak) and CPU time every second."""
+    """Samples every process below this one each second: the trial-worker actors' VmHWM (the
+    kernel's own peak) and CPU time, and the CPU time of the stand-in and of Ray's own processes."""
 
-    def __init__(self) -> None:
+    def __init__(self, standin: int) -> None:
+        self.standin = standin
         self.peaks: dict[int, int] = {}
         self.cpu: dict[int, float] = {}
+        self.other_cpu: dict[int, float] = {}
+        """Ray's own processes (GCS, raylet, dashboard, idle workers): not actors, not the stand-in."""
+        self.start: dict[int, float] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        self.start = {pid: _cpu_s(pid) for pid in _descendants(os.getpid())}  # before the grid
         while not self.stop.wait(1.0):
-            for pid in _actor_pids():
+            actors = set(_actor_pids())
+            for pid in actors:
                 self.peaks[pid] = max(self.peaks.get(pid, 0), _vm_hwm_kb(pid))
                 self.cpu[pid] = max(self.cpu.get(pid, 0.0), _cpu_s(pid))
+            for pid in _descendants(os.getpid()) - actors - {self.standin}:
+                used = _cpu_s(pid) - self.start.get(pid, 0.0)
+                self.other_cpu[pid] = max(self.other_cpu.get(pid, 0.0), used)
 
 
 def get_json(url: str) -> Any:
@@ -140,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "--latency-s", str(args.latency_s)], cwd=ROOT, stdout=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}/v1"
     work = Path(tempfile.mkdtemp(prefix="bench-conc-"))
-    sampler = PeakRss()
+    sampler = PeakRss(standin.pid)
     try:
         _wait_http(f"{url}/models", 120)
         table = yaml.safe_load(DEFAULT_PRICE_TABLE.read_text())
@@ -155,12 +165,17 @@ def main(argv: list[str] | None = None) -> int:
             **({"ratelimits": {"openai": {"rpm": args.rpm, "burst_s": 1.0}}} if args.rpm else {}),
         })  # fmt: skip
         sampler.thread.start()
+        standin_cpu, driver_cpu = _cpu_s(standin.pid), time.process_time()
         started = time.perf_counter()
         summary = run_grid(spec, progress=False)
         wall = time.perf_counter() - started
+        standin_cpu, driver_cpu = _cpu_s(standin.pid) - standin_cpu, time.process_time() - driver_cpu
         sampler.stop.set()
         stats = get_json(f"{url}/stats")
-        times = sorted(get_json(f"{url}/stats/times")["answered_at"])
+        series = get_json(f"{url}/stats/times")
+        order = sorted(range(len(series["answered_at"])), key=series["answered_at"].__getitem__)
+        times = [series["answered_at"][i] for i in order]
+        held = [series["in_flight_at"][i] for i in order]
     finally:
         sampler.stop.set()
         standin.terminate()
@@ -170,23 +185,33 @@ def main(argv: list[str] | None = None) -> int:
     cut = len(times) // 10
     steady = times[cut : len(times) - cut]
     rate = (len(steady) - 1) / (steady[-1] - steady[0]) if len(steady) > 1 else 0.0
+    held_steady = statistics.median(held[cut : len(held) - cut]) if len(held) > 2 * cut else 0
     driver_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     actors_mb = sorted(round(kb / 1024) for kb in sampler.peaks.values())
     load = os.getloadavg()
     print(f"{summary.tally.done} trials ({args.trials} asked), {stats['answered']} calls answered, "
-          f"{stats['rejected']} rejected, {summary.tally.harness} harness outcomes; wall {wall:.1f} s; "
+          f"{stats['rejected']} rejected, {summary.tally.harness} harness outcomes; wall {wall:.1f} s "
+          f"(Ray start-up and actors {summary.phases.get('ray_start_s', 0) + summary.phases.get('actors_s', 0):.1f} s); "
           f"load {load[0]:.1f} {load[1]:.1f}")  # fmt: skip
     print(f"concurrency {args.actors} actors x {args.per_actor} = {concurrency}; latency {args.latency_s} s; "
           f"rate limit {f'{args.rpm:.0f} rpm' if args.rpm else 'none'}")  # fmt: skip
-    print(f"calls in flight: peak {stats['peak_in_flight']} (target >= 1000)")
+    print(f"calls in flight (the stand-in's open requests): peak {stats['peak_in_flight']}, "
+          f"median {held_steady:.0f} over the middle 80% of answers (target >= 1000)")  # fmt: skip
     print(f"throughput: {rate:.1f} calls/s steady (middle 80% of answers) vs ideal {ideal:.1f} = "
           f"{rate / ideal:.1%} (target >= 90%)")  # fmt: skip
     print(f"peak RSS: driver {driver_mb:.0f} MB; actors {actors_mb} MB (median "
           f"{statistics.median(actors_mb) if actors_mb else 0} MB)")  # fmt: skip
-    actor_cpu = sum(sampler.cpu.values())
-    done = max(1, summary.tally.done)
-    print(f"actor CPU: {actor_cpu:.1f} s in all = {actor_cpu / done * 1e3:.1f} ms per trial (one call each); "
-          f"at that cost {os.cpu_count()} cores carry at most {os.cpu_count() / (actor_cpu / done):.0f} calls/s")  # fmt: skip
+    calls = max(1, stats["answered"])
+    parts = {"actors": sum(sampler.cpu.values()), "stand-in": standin_cpu, "driver": driver_cpu,
+             "Ray's own": sum(sampler.other_cpu.values())}  # fmt: skip
+    per_call = sum(parts.values()) / calls
+    cores = os.cpu_count() or 1
+    bound = cores / per_call if per_call else float("inf")
+    print("CPU per call: " + ", ".join(f"{k} {v / calls * 1e3:.1f} ms" for k, v in parts.items())
+          + f"; in all {per_call * 1e3:.1f} ms")  # fmt: skip
+    print(f"CPU bound: {cores} cores / {per_call * 1e3:.1f} ms = {bound:.0f} calls/s; achieved {rate:.1f} = "
+          f"{rate / bound:.0%} of it; held in flight at that rate and latency (Little's law): "
+          f"{min(bound, ideal) * args.latency_s:.0f}")  # fmt: skip
     return 0
 
 

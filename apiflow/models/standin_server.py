@@ -125,6 +125,8 @@ class StandinStats:
     peak_in_flight: int = 0
     """Most requests open at once (being handled, latency included): bench/bench_concurrency.py."""
     answered_at: list[float] = field(default_factory=list)
+    in_flight_at: list[int] = field(default_factory=list)
+    """Requests open at each answer (beside ``answered_at``): what a client side held, over time."""
 
 
 class _Hang(float):
@@ -186,6 +188,7 @@ class StandinProvider:
             setattr(self.stats, name, getattr(self.stats, name) + 1)
             if name == "answered":
                 self.stats.answered_at.append(time.monotonic())
+                self.stats.in_flight_at.append(self.stats.in_flight)
 
     def handle(
         self, body: dict[str, Any], auth: str = "", wire: Wire = "openai"
@@ -448,10 +451,14 @@ class _Connection:
         path = target.split("?", 1)[0].rstrip("/")
         if method == "GET":
             if path.endswith("/stats"):  # answer times: GET /stats/times (they are many)
-                return _frame(200, {}, asdict(provider.stats) | {"answered_at": []})
+                return _frame(200, {}, asdict(provider.stats) | {"answered_at": [], "in_flight_at": []})
             if path.endswith("/stats/times"):
                 with provider.lock:
-                    return _frame(200, {}, {"answered_at": list(provider.stats.answered_at)})
+                    times = {
+                        "answered_at": list(provider.stats.answered_at),
+                        "in_flight_at": list(provider.stats.in_flight_at),
+                    }
+                    return _frame(200, {}, times)
             if path.endswith("/models"):
                 return _frame(200, {}, {"object": "list", "data": []})
             return _frame(404, {}, _error("not_found", target))

@@ -93,3 +93,53 @@ def test_malformed_and_empty_replies_reach_the_trial_through_litellm():
                                 bank_hash=bank.hash, run_id="r", model_slug="standin")  # fmt: skip
     assert record.apiflow.parse_errors > 0 and not record.is_harness_outcome  # the model's fault, not ours
     assert record.apiflow.retries == []  # malformed JSON is an answer, never retried
+
+
+def test_holds_many_requests_at_once_on_one_loop(opening):
+    # A request waiting out its latency is a sleeping task on the server's loop: 300 at once are
+    # all open together (the stand-in's own count) and answered in about one latency.
+    import asyncio
+    import threading
+    import time
+
+    import aiohttp
+
+    async def burst(url: str, n: int) -> list[int]:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+            async def one() -> int:
+                async with session.post(f"{url}/chat/completions", json=opening) as response:
+                    await response.read()
+                    return response.status
+
+            return await asyncio.gather(*(one() for _ in range(n)))
+
+    server = StandinServer(StandinConfig(latency_s=1.0))
+    with server as url:
+        threads = threading.active_count()
+        started = time.monotonic()
+        codes = asyncio.run(burst(url, 300))
+        wall = time.monotonic() - started
+        assert threading.active_count() == threads  # no thread per request
+    stats = server.provider.stats
+    assert codes == [200] * 300 and stats.answered == 300
+    assert stats.peak_in_flight == 300 and max(stats.in_flight_at) == 300 and stats.in_flight == 0
+    assert wall < 10  # one thread, one latency: not 300 latencies one after another
+
+
+def test_keep_alive_and_a_chunked_body(opening):
+    import http.client
+
+    with StandinServer() as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        data = json.dumps(opening).encode()
+        answers = []
+        for chunked in (False, True):  # two requests on one connection, the second sent in chunks
+            body = iter([data[:100], data[100:]]) if chunked else data
+            connection.request("POST", "/v1/chat/completions", body=body,
+                               headers={"content-type": "application/json"}, encode_chunked=chunked)  # fmt: skip
+            response = connection.getresponse()
+            answers.append((response.status, json.loads(response.read())))
+        connection.close()
+    assert answers[0] == answers[1] and answers[0][0] == 200
