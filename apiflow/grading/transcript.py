@@ -233,15 +233,21 @@ _HANDLERS = {
 
 
 def _freeze(index: int, item: _Pending) -> Exchange:
-    return Exchange.sent(
+    """``Exchange.sent`` of one replayed exchange (its normalisation, written out: one positional call)."""
+    request = item.request
+    method, url = request.get("method"), request.get("url")
+    return Exchange(
         index,
-        item.request,
-        status=item.status,
-        response_body=item.body,
-        preview=item.preview,
-        network_error=item.network_error,
-        request_ref=item.request_ref,
-        response_ref=item.response_ref,
+        method.upper() if isinstance(method, str) else "GET",
+        url if isinstance(url, str) else "",
+        request.get("headers"),
+        request.get("body"),
+        item.status,
+        item.body,
+        item.preview,
+        item.network_error,
+        item.request_ref,
+        item.response_ref,
     )
 
 

@@ -212,3 +212,61 @@ def test_malformed_and_cut_transcripts_never_raise() -> None:
                     if isinstance(call, dict) and rng.random() < 0.05:
                         call["arguments"] = rng.choice([*junk, {"request": 5}, {"target": {"kind": 1}}])
             _passed({**trial, "messages": messages})
+
+
+def _pending(request: dict, status: int | None = 200) -> object:
+    from apiflow.grading.transcript import _Pending
+
+    return _Pending(request, status, {"id": 1}, None, None, "request:req-1", "request:req-1/response:resp-1")
+
+
+@pytest.mark.parametrize(
+    "request_content",
+    [
+        {"method": "post", "url": "/v1/a", "headers": {"X": "y"}, "body": {"k": 1}},
+        {"method": 7, "url": ["not", "a", "string"]},
+        {},
+    ],
+    ids=["lower-case method", "non-string method and url", "empty"],
+)
+def test_replayed_exchange_is_exchange_sent(request_content: dict) -> None:
+    # The replay writes Exchange.sent's normalisation out positionally (one call per exchange); it must
+    # build the very exchange Exchange.sent builds, for odd requests too.
+    from apiflow.grading.evidence import Exchange
+    from apiflow.grading.transcript import _freeze
+
+    item = _pending(request_content)
+    expected = Exchange.sent(
+        3,
+        request_content,
+        status=200,
+        response_body={"id": 1},
+        preview=None,
+        network_error=None,
+        request_ref="request:req-1",
+        response_ref="request:req-1/response:resp-1",
+    )
+    assert _freeze(3, item) == expected  # type: ignore[arg-type]
+
+
+def test_every_fixture_exchange_is_exchange_sent() -> None:
+    from apiflow.grading.evidence import Exchange
+    from apiflow.grading.transcript import _Builder, _freeze, _tool_calls
+
+    seen = 0
+    for path in sorted(FIXTURES.glob("*/*.json")):
+        builder = _Builder()
+        for call, result in _tool_calls(load(path)["messages"]):
+            builder.feed(call, result)
+        for i, item in enumerate(builder.pending):
+            outcome = {
+                "status": item.status,
+                "response_body": item.body,
+                "preview": item.preview,
+                "network_error": item.network_error,
+                "request_ref": item.request_ref,
+                "response_ref": item.response_ref,
+            }
+            assert _freeze(i, item) == Exchange.sent(i, item.request, **outcome)
+            seen += 1
+    assert seen > 400  # every fixture's executes (about ten a trial)
