@@ -133,7 +133,8 @@ def regrade_files(paths: Iterable[str], rules: str | None = None) -> RegradeSumm
     for path in paths:
         summary.files += 1
         try:
-            raw = Path(path).read_bytes()
+            with open(path, "rb") as handle:  # not Path(path).read_bytes(): same bytes, fewer calls
+                raw = handle.read()
             summary.bytes += len(raw)
             trial = orjson.loads(raw)
             if not isinstance(trial, dict) or "messages" not in trial:
