@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -268,6 +269,10 @@ def _inspect(script: Script, n: int, log_dir: str) -> None:
 
 
 def _cpu(fn: Any) -> float:
+    # Collect first, outside the timing: otherwise the garbage of the previous measurement (Inspect
+    # leaves a lot) is collected inside this one, and a round's N-trial run can cost more than its
+    # 2N-trial run (negative marginal CPU, seen in every first round before this).
+    gc.collect()
     c0 = time.process_time()
     fn()
     return time.process_time() - c0
