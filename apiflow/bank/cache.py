@@ -29,6 +29,10 @@ CACHE_ENV = "APIFLOW_BANK_CACHE"
 """Folder of the cache (default ``$XDG_CACHE_HOME/apiflow/banks`` or ``~/.cache/apiflow/banks``);
 ``off`` disables it."""
 
+KEEP = 8
+"""Cache files kept per folder (newest first): every code change makes a new key, so without a bound the
+folder would grow by one parsed bank (~4 MB for bank/v1) per edit of ``apiflow``."""
+
 _CODE = Path(__file__).resolve().parents[1]
 """The ``apiflow`` package: its source is part of the key (model classes decide the pickle)."""
 
@@ -96,6 +100,19 @@ def write_cached(bank_hash: str, bank: Any) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
+        _prune(path.parent)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         # a read-only home, a full disk, or an object that will not pickle: the next process parses again
         return
+
+
+def _prune(folder: Path) -> None:
+    """Keep the ``KEEP`` newest cache files (another process may be pruning too: misses are fine)."""
+    found = []
+    for entry in folder.glob("*.pickle"):
+        try:
+            found.append((entry.stat().st_mtime_ns, entry))
+        except FileNotFoundError:
+            continue
+    for _, old in sorted(found, reverse=True)[KEEP:]:
+        old.unlink(missing_ok=True)

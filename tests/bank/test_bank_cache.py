@@ -10,7 +10,7 @@ import pytest
 
 import apiflow.bank.loader as loader
 from apiflow.bank import DEFAULT_BANK, load_bank, write_manifest
-from apiflow.bank.cache import CACHE_ENV, cache_path
+from apiflow.bank.cache import CACHE_ENV, KEEP, cache_path
 
 
 @pytest.fixture
@@ -133,3 +133,15 @@ def test_a_bank_that_will_not_pickle_is_simply_not_cached(
     root = _copy_bank(tmp_path)
     assert load_bank(root, cache=True) == load_bank(root)
     assert not list(cache.glob("*.pickle")) and not list(cache.glob(".tmp-*"))
+
+
+def test_the_folder_keeps_only_the_newest_entries(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _copy_bank(tmp_path)
+    for n in range(KEEP + 3):  # every code change is a new key
+        monkeypatch.setattr("apiflow.bank.cache.code_digest", lambda n=n: f"{n:064d}")
+        load_bank(root, cache=True)
+    kept = list(cache.glob("*.pickle"))
+    assert len(kept) == KEEP
+    assert cache_path(load_bank(root).hash) in kept  # the newest (the last code) is kept

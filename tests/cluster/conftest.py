@@ -12,7 +12,10 @@ from s3kit import fresh_bucket
 
 # Grids load their bank through the parsed-bank cache (apiflow.bank.cache): keep the tests' entries
 # out of the user's ~/.cache (set before any Ray starts, so its workers inherit it).
-os.environ.setdefault("APIFLOW_BANK_CACHE", tempfile.mkdtemp(prefix="apiflow-bank-cache-"))
+# One folder for every test session of this user (entries are content-keyed: sharing it is safe).
+os.environ.setdefault(
+    "APIFLOW_BANK_CACHE", os.path.join(tempfile.gettempdir(), f"apiflow-bank-cache-tests-{os.getuid()}")
+)
 
 
 @pytest.fixture(scope="module")
