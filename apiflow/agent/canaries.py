@@ -10,38 +10,21 @@ from __future__ import annotations
 
 import json
 import re
-import weakref
-from collections.abc import Callable
 from typing import Any
 
 from apiflow.bank.task import Task
 from apiflow.grading.spec import WorkspaceValueSpec
 from apiflow.world.canaries import CANARY_SHAPE, CanaryCodec, strings_in
+from apiflow.world.memo import IdentityMemo
 
-
-class _PerTask:
-    """Values derived once per task object (banks hand the same objects to every trial)."""
-
-    def __init__(self) -> None:
-        self._items: dict[int, tuple[weakref.ref[Task], Any]] = {}
-
-    def get(self, task: Task, compute: Callable[[], Any]) -> Any:
-        key = id(task)
-        hit = self._items.get(key)
-        if hit is not None and hit[0]() is task:
-            return hit[1]
-        value = compute()
-        self._items[key] = (weakref.ref(task, lambda _r: self._items.pop(key, None)), value)
-        return value
-
-
-_literals = _PerTask()
-_templates = _PerTask()
+# Derived once per task object (banks hand the same objects to every trial).
+_literals: IdentityMemo[Task, frozenset[str]] = IdentityMemo()
+_templates: IdentityMemo[Task, dict[str, list[tuple[Any, dict[str, Any]]]]] = IdentityMemo()
 
 
 def canary_literals(task: Task, spec_content: Any) -> frozenset[str]:
     """The literals a trial of ``task`` salts (see module docstring); computed once per task."""
-    found: frozenset[str] = _literals.get(task, lambda: _find_literals(task, spec_content))
+    found: frozenset[str] = _literals.get(task, lambda t: _find_literals(t, spec_content))
     return found
 
 
@@ -108,7 +91,7 @@ def salted_task(task: Task, codec: CanaryCodec) -> Task:
     """
     if not codec:
         return task
-    template = _templates.get(task, lambda: _template(task, frozenset(codec.forward)))
+    template = _templates.get(task, lambda t: _template(t, frozenset(codec.forward)))
     update = {
         name: [
             spec.model_copy(update={k: _salt_spec(v, codec, k) for k, v in fields.items()})

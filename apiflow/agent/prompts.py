@@ -9,9 +9,9 @@ hashed into every trial id, so any edit here starts a new, separately keyed set 
 from __future__ import annotations
 
 import hashlib
-import weakref
 
 from apiflow.bank.task import Task
+from apiflow.world.memo import IdentityMemo
 
 SYSTEM_PROMPT = """\
 You are an agent that gets real work done against HTTP APIs. Seven tools are available to you.
@@ -102,26 +102,15 @@ def user_message(task: Task) -> str:
     return f"{task.prompt}\n\n{card_instruction(task.card_fields, chain=task.kind == 'chain')}"
 
 
-_user_texts: dict[int, tuple[weakref.ref[Task], str]] = {}
-"""Memo of each (frozen) task object's user message, by identity: a bank hands the same objects
-to every trial; an entry is dropped with its task."""
-
-
-def _user_text(task: Task) -> str:
-    key = id(task)
-    hit = _user_texts.get(key)
-    if hit is not None and hit[0]() is task:
-        return hit[1]
-    text = user_message(task)
-    _user_texts[key] = (weakref.ref(task, lambda _r: _user_texts.pop(key, None)), text)
-    return text
+_user_texts: IdentityMemo[Task, str] = IdentityMemo()
+"""Each (frozen) task object's user message: a bank hands the same objects to every trial."""
 
 
 def initial_messages(task: Task) -> list[dict[str, str]]:
     """The two messages every trial starts with (system, user)."""
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": _user_text(task)},
+        {"role": "user", "content": _user_texts.get(task, user_message)},
     ]
 
 

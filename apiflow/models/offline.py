@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import weakref
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +26,7 @@ from apiflow.models.reading import (
     script_literals,
 )
 from apiflow.world.canaries import SALTED, SEPARATOR
+from apiflow.world.memo import IdentityMemo
 
 _MARK, _ESCAPED_MARK = PREVIEW_MARKS
 _REF_RE = re.compile(r"\{\{ref:(\d+)\}\}")
@@ -37,32 +36,10 @@ MISSING_REF = "request:req-000000/response:resp-00000000"
 _CHARS_PER_TOKEN = 4
 
 
-class _IdentityMemo:
-    """Values computed once per live object, keyed by identity; an entry goes with its object.
-
-    Offline models replay the same bank objects in every trial; deriving their scripts and
-    argument sizes once per object keeps the offline model far below the harness's own cost.
-    """
-
-    def __init__(self) -> None:
-        self._items: dict[int, tuple[weakref.ref[Any], Any]] = {}
-
-    def get(self, obj: Any, compute: Callable[[Any], Any]) -> Any:
-        key = id(obj)
-        hit = self._items.get(key)
-        if hit is not None and hit[0]() is obj:
-            return hit[1]
-        value = compute(obj)
-
-        def forget(_ref: weakref.ref[Any]) -> None:
-            self._items.pop(key, None)
-
-        self._items[key] = (weakref.ref(obj, forget), value)
-        return value
-
-
-_call_memo = _IdentityMemo()
-_script_memo = _IdentityMemo()
+# Offline models replay the same bank objects in every trial; deriving their scripts and
+# argument sizes once per object keeps the offline model far below the harness's own cost.
+_call_memo: IdentityMemo[GoldenCall, tuple[bool, int, str | None]] = IdentityMemo()
+_script_memo: IdentityMemo[Task, list[Turn]] = IdentityMemo()
 
 
 def _call_info(call: GoldenCall) -> tuple[bool, int, str | None]:

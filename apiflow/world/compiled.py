@@ -11,13 +11,13 @@ become constants). Compiling never fails on a validated world; what rendering wo
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 from apiflow.world.conditions import Check, compile_condition
 from apiflow.world.features import Features, parse_url
 from apiflow.world.http import HttpResponse, body_text
+from apiflow.world.memo import IdentityMemo
 from apiflow.world.model import Effect, ResponseSpec, Route, Rule, WorldDef
 from apiflow.world.spec import openapi_document, spec_content
 from apiflow.world.template import Constant, Evaluator, compile_template
@@ -203,22 +203,10 @@ def compile_world(world: WorldDef) -> CompiledWorld:
     )
 
 
-# Keyed by identity: a WorldDef is frozen, so its compiled form never goes stale, but pydantic
-# models holding lists are unhashable. The entry holds the world weakly and leaves with it, so
-# nothing outlives the bank that loaded the world and an id is never matched to a newer object.
-_COMPILED: dict[int, tuple[weakref.ref[WorldDef], CompiledWorld]] = {}
+# A WorldDef is frozen, so its compiled form never goes stale; it leaves with its world.
+_COMPILED: IdentityMemo[WorldDef, CompiledWorld] = IdentityMemo()
 
 
 def compiled(world: WorldDef) -> CompiledWorld:
     """The compiled form of ``world``, compiled on first use."""
-    key = id(world)
-    entry = _COMPILED.get(key)
-    if entry is not None and entry[0]() is world:
-        return entry[1]
-    plan = compile_world(world)
-
-    def forget(_: weakref.ref[WorldDef]) -> None:
-        _COMPILED.pop(key, None)
-
-    _COMPILED[key] = (weakref.ref(world, forget), plan)
-    return plan
+    return _COMPILED.get(world, compile_world)
