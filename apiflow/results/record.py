@@ -145,9 +145,7 @@ class TrialRecord(BaseModel):
         """Compact JSON as the published files are written (raw non-ASCII, no trailing newline)."""
         data = self.model_dump(mode="json")
         fast = _orjson_bytes(data)
-        return (
-            fast.decode() if fast is not None else json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-        )
+        return fast.decode() if fast is not None else _dumps(data)
 
     def to_json_bytes(self) -> bytes:
         """``to_json().encode()``, the same bytes (what the store writes)."""
@@ -169,7 +167,12 @@ def json_bytes(data: Any) -> bytes:
     (docs/design/042-result-store.md, "What a stored trial costs").
     """
     fast = _orjson_bytes(data)
-    return fast if fast is not None else json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    return fast if fast is not None else _dumps(data).encode()
+
+
+def _dumps(data: Any) -> str:
+    """The published files' JSON text, the reference ``_orjson_bytes`` must match byte for byte."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 def _orjson_bytes(data: Any) -> bytes | None:
