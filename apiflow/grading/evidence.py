@@ -102,20 +102,36 @@ class Exchange:
         return self.status is not None
 
     @classmethod
-    def sent(cls, index: int, request: Mapping[str, Any], **outcome: Any) -> Exchange:
+    def sent(
+        cls,
+        index: int,
+        request: Mapping[str, Any],
+        status: int | None,
+        response_body: Any,
+        preview: str | None = None,
+        network_error: str | None = None,
+        request_ref: str = "",
+        response_ref: str | None = None,
+    ) -> Exchange:
         """An exchange from request content as the agent sent it, plus what came back.
 
         The one place request content is normalised for grading: the method upper-cased
-        (``GET`` when missing or not a string), a non-string URL read as ``""``.
+        (``GET`` when missing or not a string), a non-string URL read as ``""``. Live grading
+        and the transcript replay call it once per exchange, positionally (the hot path).
         """
         method, url = request.get("method"), request.get("url")
         return cls(
-            index=index,
-            method=method.upper() if isinstance(method, str) else "GET",
-            url=url if isinstance(url, str) else "",
-            headers=request.get("headers"),
-            body=request.get("body"),
-            **outcome,
+            index,
+            method.upper() if isinstance(method, str) else "GET",
+            url if isinstance(url, str) else "",
+            request.get("headers"),
+            request.get("body"),
+            status,
+            response_body,
+            preview,
+            network_error,
+            request_ref,
+            response_ref,
         )
 
     @property

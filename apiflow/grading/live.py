@@ -17,16 +17,11 @@ _ELLIPSIS = "…"
 
 
 def _exchange(index: int, sent: Any, cut: dict[str, str]) -> Exchange:
-    """``Exchange.sent`` of one workspace exchange (its normalisation, written out: one call)."""
+    """``Exchange.sent`` of one workspace exchange."""
     response = sent.response
-    request = sent.request if isinstance(sent.request, dict) else {}
-    method, url = request.get("method"), request.get("url")
-    return Exchange(
+    return Exchange.sent(
         index,
-        method.upper() if isinstance(method, str) else "GET",
-        url if isinstance(url, str) else "",
-        request.get("headers"),
-        request.get("body"),
+        sent.request if isinstance(sent.request, dict) else {},
         response.status if response is not None else None,
         response.body if response is not None else None,
         cut.get(sent.response_ref) if sent.response_ref and cut else None,

@@ -233,15 +233,10 @@ _HANDLERS = {
 
 
 def _freeze(index: int, item: _Pending) -> Exchange:
-    """``Exchange.sent`` of one replayed exchange (its normalisation, written out: one positional call)."""
-    request = item.request
-    method, url = request.get("method"), request.get("url")
-    return Exchange(
+    """``Exchange.sent`` of one replayed exchange."""
+    return Exchange.sent(
         index,
-        method.upper() if isinstance(method, str) else "GET",
-        url if isinstance(url, str) else "",
-        request.get("headers"),
-        request.get("body"),
+        item.request,
         item.status,
         item.body,
         item.preview,
