@@ -1,6 +1,7 @@
 """Per-trial harness cost of a graded 12-call oracle trial on ``bank/v1`` (no model latency).
 
-One command: ``.venv/bin/python bench/bench_trial.py [--trials N] [--bank DIR] [--profile | --calls]``.
+One command: ``.venv/bin/python bench/bench_trial.py [--mix oracle|calibrated] [--trials N] [--bank DIR]
+[--profile | --calls]``.
 
 The trials are the bank's tasks whose golden path is 12 tool calls (13 model calls; three
 tasks on ``bank/v1``), played in turn. Measures, in one process and one run:
@@ -15,6 +16,15 @@ Reports CPU (process_time) and wall (perf_counter) per trial and per tool call, 
 floor (the baseline measured in the same run). Target (issue 11 §1): <= 0.6 ms CPU per graded trial.
 Rounds interleave the variants; the median of 7 is reported, with the spread (best and worst round).
 For the comparison with Inspect AI see ``bench/bench_vs_inspect.py``.
+
+``--mix calibrated`` measures the grid's trial instead (issue 11 §2): the 19 calibrated sims
+(``apiflow/sim:calibrated-<slug>``) on a fixed sample of ``bank/v1`` (every 29th task by id, 17
+tasks), trial i being (task i mod 17, sim i mod 19), so the 323 trials of the default round are
+every pair once and a shorter ``--trials`` still spreads over tasks and sims. Each trial is what a
+grid actor does: ``make_model`` + graded ``run_trial`` + the record's JSON; variants ``model``
+(``make_model`` alone), ``ungraded``, ``trial`` (graded) and ``stored`` (``trial`` + ``json_bytes``).
+Reports CPU per trial and per tool call (the sample's mean tool calls); ``--calls`` gives the
+deterministic function calls per trial of each.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 from unittest import mock
 
 from apiflow.agent import run_trial, run_trial_sync, trial_seed
@@ -37,12 +47,16 @@ from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import Task
 from apiflow.models import make_model
 from apiflow.models.base import ModelOutput, ToolCall, Usage
+from apiflow.models.calibrated import calibrated_panel
 from apiflow.models.offline import golden_turns
+from apiflow.models.registry import model_slug
 
 V1_BANK = DEFAULT_BANK.parent / "v1"
 TARGET_MS = 0.6
 ROUNDS = 7
 TOOL_CALLS = 12
+CALIBRATED_STRIDE = 29  # every 29th bank/v1 task by id: 17 tasks (coprime with the 19 sims), golden
+# paths of 15.4 calls on average against the bank's 15.3
 
 
 def pick_tasks(bank: Bank, tool_calls: int = TOOL_CALLS) -> list[Task]:
@@ -262,9 +276,126 @@ def count_calls(bank: Bank, tasks: list[Task], n: int, recorded: list[list[tuple
         print(f"{name:10s} {pstats.Stats(prof).total_calls / n:10.1f} function calls per trial ({n} trials)")
 
 
+# -- the grid's trial: the calibrated sims on a fixed sample (issue 11 §2) ---------------------
+
+
+class CalibratedTrial(NamedTuple):
+    """One trial of the calibrated sample: what a grid actor is handed."""
+
+    task: Task
+    model: str
+    epoch: int
+
+
+def calibrated_sample(bank: Bank, n: int) -> list[CalibratedTrial]:
+    """Trial i = (task i mod T, sim i mod 19, epoch 1 + i // (T * 19) mod 5), T the sampled tasks.
+
+    T (17 on bank/v1) and 19 are coprime, so the first T * 19 trials are every pair once.
+    """
+    tasks = sorted(bank.tasks.values(), key=lambda t: t.id)[::CALIBRATED_STRIDE]
+    sims = calibrated_panel()
+    whole = len(tasks) * len(sims)
+    return [
+        CalibratedTrial(tasks[i % len(tasks)], sims[i % len(sims)], 1 + (i // whole) % 5) for i in range(n)
+    ]
+
+
+def _grid_trial(bank: Bank, trial: CalibratedTrial) -> Awaitable[Any]:
+    task, name, epoch = trial
+    model = make_model(name, task, trial_seed(0, task.id, epoch))
+    kwargs = _kwargs(bank, task, epoch) | {"model_slug": model_slug(name)}
+    return run_trial(task, bank.world_of(task), model, **kwargs)
+
+
+def calibrated_variants(bank: Bank, sample: list[CalibratedTrial]) -> dict[str, Callable[[int], None]]:
+    """``model``, ``ungraded``, ``trial``, ``stored``: each plays ``sample[:n]`` (cycled)."""
+
+    def model_batch(n: int) -> None:
+        for i in range(n):
+            task, name, epoch = sample[i % len(sample)]
+            make_model(name, task, trial_seed(0, task.id, epoch))
+
+    def trial_batch(n: int, store: bool = False) -> None:
+        async def go() -> None:
+            for i in range(n):
+                record = await _grid_trial(bank, sample[i % len(sample)])
+                if store:
+                    record.to_json_bytes()
+
+        asyncio.run(go())
+
+    def ungraded_batch(n: int) -> None:
+        with mock.patch.object(trial_module._Trial, "grade", lambda self: None):
+            trial_batch(n)
+
+    return {
+        "model": model_batch,
+        "ungraded": ungraded_batch,
+        "trial": trial_batch,
+        "stored": lambda n: trial_batch(n, store=True),
+    }
+
+
+def calibrated_main(bank: Bank, n: int, calls: bool, profile_it: bool) -> int:
+    """``--mix calibrated``: timing table, or ``--calls``, or ``--profile`` of the graded trial."""
+    sample = calibrated_sample(bank, n)
+
+    async def play() -> list[Any]:
+        return [await _grid_trial(bank, t) for t in sample]
+
+    records = asyncio.run(play())
+    tool_calls = statistics.mean(r.apiflow.tool_calls for r in records)
+    passed = sum(bool(r.passed) for r in records)
+    print(
+        f"calibrated mix: {n} trials ({len({t.task.id for t in sample})} bank/v1 tasks x "
+        f"{len({t.model for t in sample})} sims), {tool_calls:.2f} tool calls per trial, "
+        f"{passed} passed; python {sys.version.split()[0]}; load {os.getloadavg()[0]:.2f}"
+    )
+    variants = calibrated_variants(bank, sample)
+    if profile_it:
+        prof = cProfile.Profile()
+        prof.runcall(variants["trial"], n)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        return 0
+    for batch in variants.values():
+        batch(min(n, 40))  # warm caches and imports
+    if calls:
+        for name, batch in variants.items():
+            prof = cProfile.Profile()
+            prof.runcall(batch, n)
+            per = pstats.Stats(prof).total_calls / n
+            print(f"{name:10s} {per:10.1f} function calls per trial {per / tool_calls:8.1f} per tool call")
+        return 0
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(ROUNDS):
+        for name, batch in variants.items():
+            samples[name].append(_time_once(n, batch)[0])
+    print(
+        f"{'variant':10s} {'cpu ms/trial':>13s} {'spread (best-worst round)':>26s} {'cpu us/tool call':>17s}"
+    )
+    for name, runs in samples.items():
+        per = statistics.median(runs) / n
+        spread = f"{min(runs) / n * 1e3:.3f}-{max(runs) / n * 1e3:.3f}"
+        print(f"{name:10s} {per * 1e3:13.3f} {spread:>26s} {per / tool_calls * 1e6:17.1f}")
+    stored = statistics.median(samples["stored"]) / n * 1e3
+    print(
+        f"grid trial (stored, median round): {stored:.3f} ms CPU; 44,365 trials on 2 cores: "
+        f"{stored * 44_365 / 2 / 1e3:.1f} s of trial CPU (target 40 s for the whole grid)"
+    )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=200, help="trials per round (default 200)")
+    parser.add_argument(
+        "--mix",
+        choices=("oracle", "calibrated"),
+        default="oracle",
+        help="oracle: the 12-call oracle trial (§1); calibrated: the grid's 19 calibrated sims (§2)",
+    )
+    parser.add_argument(
+        "--trials", type=int, help="trials per round (default 200; calibrated: 323, every pair once)"
+    )
     parser.add_argument("--bank", default=str(V1_BANK), help="bank folder (default bank/v1)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the graded trial")
     parser.add_argument(
@@ -274,6 +405,9 @@ def main() -> int:
     )
     args = parser.parse_args()
     bank = load_bank(args.bank)
+    if args.mix == "calibrated":
+        return calibrated_main(bank, args.trials or 323, args.calls, args.profile)
+    args.trials = args.trials or 200
     tasks = pick_tasks(bank)
     checks = [
         run_trial_sync(
