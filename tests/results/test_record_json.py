@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +77,24 @@ def test_a_record_with_awkward_values_round_trips_like_before() -> None:
     ]
     assert record.to_json_bytes() == reference(record.model_dump(mode="json"))
     assert record.to_json() == reference(record.model_dump(mode="json")).decode()
+
+
+class _Kind(StrEnum):
+    A = "a"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [1.5, 1e-5, 1e16, float("nan"), float("inf"), 2**64, (1, 2), {1: "int key"}, {"t": (1.5, None)},
+     _Kind.A, [{"k": _Kind.A}], b"bytes", "é漢😀\u2028", {"deep": [[{"x": [True, False, None]}]]}],
+)  # fmt: skip
+def test_messages_and_verifier_passed_through_give_model_dumps_bytes(value: Any) -> None:
+    # to_json hands messages and verifier to orjson as they are when it can write the record
+    # exactly; whatever it cannot must still come out as json.dumps of model_dump(mode="json").
+    record = build_record()
+    record.messages = [{"role": "tool", "content": "x", "extra": value}, {"role": "user", "content": [value]}]
+    record.verifier = {"scores": {"v": value}, "list": [value, 1]}
+    record.apiflow.cost_usd = 1e-5 if isinstance(value, float) else 0.25
+    expected = reference(record.model_dump(mode="json"))
+    assert record.to_json_bytes() == expected
+    assert record.to_json() == expected.decode()
