@@ -14,6 +14,7 @@ from typing import Any
 
 from apiflow.tools.execute import Send, execute_request
 from apiflow.tools.limits import loads_bounded
+from apiflow.tools.pretty import indented
 from apiflow.tools.refs import parse_entity_ref
 from apiflow.tools.result import ToolError
 from apiflow.tools.search import search_workspace
@@ -67,9 +68,7 @@ def read(ctx: ToolContext, entity_ref: JsonObjectArg, scope: str | None = None) 
         found = ctx.workspace.read_variable(ref.id, scope)
         return json.dumps({"scope": found.scope, "name": found.name, "value": found.value})
     entity = ctx.workspace.get_entity(ref)
-    return json.dumps(
-        {"ref": str(entity.ref), "content": entity.content, "updated_at": entity.updated_at}, indent=2
-    )
+    return indented({"ref": str(entity.ref), "content": entity.content, "updated_at": entity.updated_at})
 
 
 def write(
