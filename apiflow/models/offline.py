@@ -149,23 +149,23 @@ class _TokenMeter:
 
     New input per call = the messages added since the previous call; their sizes are the
     strings the harness added (system, user, tool results) plus our own previous output.
+    ``ScriptedModel._collect_refs`` sums those sizes as it reads the new messages: each string
+    content + 8, each assistant turn the model's previous output.
     """
 
     seen_messages: int = 0
     seen_tokens: int = 0
     last_output_chars: int = 0
 
-    def usage(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], output_chars: int) -> Usage:
-        new_chars = 0 if self.seen_messages else _schema_chars(tools)
-        for message in messages[self.seen_messages :]:
-            content = message["content"]
-            if message["role"] == "assistant":
-                new_chars += self.last_output_chars
-            elif isinstance(content, str):
-                new_chars += len(content) + 8
+    def charge(
+        self, new_chars: int, message_count: int, tools: list[dict[str, Any]], output_chars: int
+    ) -> Usage:
+        """Usage of a call whose ``message_count`` messages added ``new_chars`` since the last call."""
+        if not self.seen_messages:
+            new_chars += _schema_chars(tools)
         new_tokens = new_chars // _CHARS_PER_TOKEN
         cached = self.seen_tokens
-        self.seen_messages, self.seen_tokens = len(messages), cached + new_tokens
+        self.seen_messages, self.seen_tokens = message_count, cached + new_tokens
         self.last_output_chars = output_chars
         return Usage(input=new_tokens, output=max(1, output_chars // _CHARS_PER_TOKEN), cache_read=cached)
 
@@ -193,14 +193,23 @@ class ScriptedModel:
     _salting: bool = False
     _needles: list[tuple[str, str]] | None = None
 
-    def _collect_refs(self, messages: list[dict[str, Any]]) -> None:
+    def _collect_refs(self, messages: list[dict[str, Any]]) -> int:
         """Read the response refs of executes answered since the last turn, and the per-trial
         form of every bank canary the tool results showed (``apiflow.world.canaries``): the
         script names the bank's literal, the agent must send what *this* trial's API said."""
         learned = len(self._learned)
+        # The token meter's sizes are summed in the same pass (one walk of the new messages, not two).
+        new_chars, last_output = 0, self._meter.last_output_chars
         for message in messages[self._scan_from :]:
-            content = message.get("content")
-            if message.get("role") != "tool" or not isinstance(content, str):
+            content = message["content"]
+            role = message["role"]
+            if role == "assistant":
+                new_chars += last_output
+                continue
+            if not isinstance(content, str):
+                continue
+            new_chars += len(content) + 8
+            if role != "tool":
                 continue
             if SEPARATOR in content:
                 self._learn(content)
@@ -217,6 +226,7 @@ class ScriptedModel:
         self._scan_from = len(messages)
         if len(self._learned) != learned:
             self._reader = CanaryReader(self._learned)
+        return new_chars
 
     def _learn(self, content: str) -> None:
         """Pick up the per-trial form of each literal the script names (``str.find``, no regex scan);
@@ -269,13 +279,13 @@ class ScriptedModel:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
     ) -> ModelOutput:
         """Return the next scripted turn."""
-        self._collect_refs(messages)
+        new_chars = self._collect_refs(messages)
         turn_no = self._turn
         turn = self.turns[turn_no] if turn_no < len(self.turns) else _EMPTY_TURN
         # Read cut responses only in a trial whose world salts (its responses say so): elsewhere
         # (gate runs, hand-built sessions) the script needs nothing it has not been shown.
         if self._cut and self._salting and self._unseen_literals(turn_no, turn):
-            return self._read_cut(messages, tools)
+            return self._read_cut(messages, tools, new_chars)
         self._turn += 1
         out_chars = len(turn.text)
         calls = []
@@ -283,7 +293,7 @@ class ScriptedModel:
             call, size = self._tool_call(turn_no, i, planned)
             calls.append(call)
             out_chars += size
-        usage = self._meter.usage(messages, tools, out_chars)
+        usage = self._meter.charge(new_chars, len(messages), tools, out_chars)
         text = self._reader.apply(turn.text) if self._reader is not None and turn.text else turn.text
         return ModelOutput(text=text, tool_calls=tuple(calls), usage=usage)
 
@@ -291,7 +301,9 @@ class ScriptedModel:
         """Whether the turn names a bank literal whose per-trial form this trial has not shown."""
         return any(n not in self._learned for n in literals_of(turn))
 
-    def _read_cut(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelOutput:
+    def _read_cut(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], new_chars: int
+    ) -> ModelOutput:
         """A turn of ``read`` calls for every response seen only through a cut preview.
 
         The script is about to name a bank value this trial has not shown yet; like an agent that
@@ -303,7 +315,7 @@ class ScriptedModel:
             self._reads += 1
         chars = sum(len(ref) + 30 for ref in self._cut)
         self._cut = []
-        usage = self._meter.usage(messages, tools, chars)
+        usage = self._meter.charge(new_chars, len(messages), tools, chars)
         return ModelOutput(text="", tool_calls=tuple(calls), usage=usage)
 
 

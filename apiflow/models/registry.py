@@ -72,7 +72,7 @@ def price_source(table: PriceTable, slug: str, name: str) -> str:
 
 def check_model_name(name: str) -> None:
     """Raise ``UsageError`` for a name ``make_model`` would refuse, without building anything."""
-    if not name or name != name.strip() or any(ch.isspace() for ch in name):
+    if name.split() != [name]:  # empty, or any whitespace (str.split splits on what isspace() is)
         raise UsageError(f"bad model name {name!r}")
     if name.startswith(SIM_PREFIX) and is_sim_profile(name[len(SIM_PREFIX) :]):
         return

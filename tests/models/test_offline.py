@@ -77,6 +77,41 @@ def test_oracle_ends_with_expected_card_and_plausible_tokens() -> None:
     assert outputs[-1].usage.cache_read > outputs[1].usage.cache_read > 0
 
 
+def test_token_meter_bills_each_new_message_once_by_its_size() -> None:
+    # The meter's sizes are summed in the same pass that reads refs: check them against the
+    # plain rule (schema JSON once; each new string content + 8; each assistant turn our previous
+    # output; 4 characters a token; what was seen before is a cache read).
+    tools = [{"name": "execute", "parameters": {"type": "object"}}]
+    model = make_model("apiflow/oracle", task_with(3), seed=1)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "sys" * 7},
+        {"role": "user", "content": "u"},
+    ]
+    seen, cached, last_out = 0, 0, 0
+    for n in range(10):
+        out = asyncio.run(model.generate(messages, tools, GenerateConfig()))
+        chars = len(json.dumps(tools)) if seen == 0 else 0
+        for message in messages[seen:]:
+            if message["role"] == "assistant":
+                chars += last_out
+            elif isinstance(message["content"], str):
+                chars += len(message["content"]) + 8
+        assert (out.usage.input, out.usage.cache_read) == (chars // 4, cached)
+        seen, cached = len(messages), cached + chars // 4
+        last_out = len(out.text) + sum(len(json.dumps(c.arguments)) + len(c.name) for c in out.tool_calls)
+        assert out.usage.output == max(1, last_out // 4)
+        if not out.tool_calls:
+            return
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": "ignored"}]})
+        for call in out.tool_calls:
+            content: Any = json.dumps({"response_ref": f"request:req-{n:06x}/response:resp-{n:08x}"})
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "function": call.name, "content": content}
+            )
+        messages.append({"role": "tool", "content": [{"type": "text", "text": "not a string: not billed"}]})
+    raise AssertionError("model never stopped")
+
+
 def test_blank_makes_no_tool_call_and_no_answer() -> None:
     outputs = _all_turns(make_model("apiflow/blank", task_with(3), seed=1))
     assert len(outputs) == 1 and outputs[0].tool_calls == () and outputs[0].text == ""
@@ -118,7 +153,18 @@ def test_profiles_are_ordered_strongest_first() -> None:
     assert skip == sorted(skip)
 
 
-@pytest.mark.parametrize("name", ["apiflow/nope", "apiflow/sim:nope", "", "has space"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "apiflow/nope",
+        "apiflow/sim:nope",
+        "",
+        "has space",
+        " apiflow/oracle",
+        "apiflow/oracle\u2003",
+        "a\x85b",
+    ],
+)
 def test_bad_names_are_usage_errors(name: str) -> None:
     with pytest.raises(UsageError):
         make_model(name, task_with(1), seed=0)
