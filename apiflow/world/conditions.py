@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from apiflow.world.features import Features, address_of, getter_of
+from apiflow.world.features import Address, Features, address_of, getter_of
 from apiflow.world.model import Condition
 from apiflow.world.patterns import compile_pattern
-from apiflow.world.state import MISSING
+from apiflow.world.state import MISSING, get_in
 from apiflow.world.template import Constant, compile_template
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -68,7 +68,12 @@ def _compare(op: str, value: Any, operand: Any) -> bool:
         number = _number(value)
         if number is None:
             return False
-        return {"lt": number < operand, "lte": number <= operand, "gt": number > operand, "gte": number >= operand}[op]
+        return {
+            "lt": number < operand,
+            "lte": number <= operand,
+            "gt": number > operand,
+            "gte": number >= operand,
+        }[op]
     if op == "contains":
         return isinstance(value, list | str | dict) and operand in value
     if op == "has_keys":
@@ -98,7 +103,8 @@ def compile_condition(condition: Condition) -> Check:
         negated = compile_condition(condition.not_)
         return lambda features: not negated(features)
     assert condition.at is not None
-    read = getter_of(address_of(condition.at))
+    address = address_of(condition.at)
+    read = getter_of(address)
     (field,) = [f for f in condition.model_fields_set if f != "at"]
     op = "in" if field == "in_" else field
     operand = getattr(condition, field)
@@ -106,17 +112,51 @@ def compile_condition(condition: Condition) -> Check:
         # Compared against a rendered operand, e.g. "{{state.plan_id}}".
         rendered = compile_template(operand)
         if isinstance(rendered, Constant):
+            if type(rendered.value) is str:
+                return _text_equality(op == "eq", address, read, rendered.value)
             return _equality(op == "eq", read, rendered.value)
         return lambda features: _compare(op, read(features), rendered(features))
     if op == "matches":
         operand = compile_pattern(operand)
     if op == "present":
         wanted = bool(operand)
+        if address.head == "state" and address.parts:
+            parts = address.parts  # the state getter's read, without its call
+            return lambda features: (get_in(features.state, parts) is not MISSING) is wanted
         return lambda features: (read(features) is not MISSING) is wanted
     if op == "type":
         kind = operand
         return lambda features: (value := read(features)) is not MISSING and _is_type(value, kind)
     return lambda features: _compare(op, read(features), operand)
+
+
+def _text_equality(eq: bool, address: Address, read: Callable[[Features], Any], constant: str) -> Check:
+    """``eq``/``ne`` against a constant string: ``_equal`` is then ``==`` itself.
+
+    Only a string equals a string (never a bool, a number or ``MISSING``), so ``_equal(value,
+    constant)`` is ``value == constant`` for any value a request or state holds. For the maps that
+    are always dicts of strings (path parameters, query, headers), ``dict.get``'s None stands for
+    ``MISSING``: neither equals a string. The most common condition of ``bank/v1`` (``eq`` on a path
+    parameter, 1,619 of 3,062) is then one call per request instead of five.
+    """
+    head, parts = address.head, address.parts
+    if head in ("path", "query") and len(parts) == 1:
+        (key,) = parts
+        if head == "path":
+            if eq:
+                return lambda features: features.path_params.get(key) == constant
+            return lambda features: features.path_params.get(key) != constant
+        if eq:
+            return lambda features: features.query.get(key) == constant
+        return lambda features: features.query.get(key) != constant
+    if head == "header":
+        name = address.rest.lower()
+        if eq:
+            return lambda features: features.headers.get(name) == constant
+        return lambda features: features.headers.get(name) != constant
+    if eq:
+        return lambda features: read(features) == constant
+    return lambda features: read(features) != constant
 
 
 def _equality(eq: bool, read: Callable[[Features], Any], constant: Any) -> Check:

@@ -149,8 +149,11 @@ def test_feature_getters_read_what_at_reads() -> None:
 
 
 OPERANDS: dict[str, list[Any]] = {
-    "eq": [True, False, 1, 0, "x", None, [], {}, 2.5, "{{state.a}}", "{{path.id}}"],
-    "ne": [True, 1, "x", None, "{{state.b}}"],
+    # Strings a feature of ``_random_features`` holds ("p1", "2", "1", "Bearer t", "GET", "json"):
+    # a string constant takes ``_text_equality``'s ``==``, which must agree when it matches too.
+    "eq": [True, False, 1, 0, "x", "p1", "2", "1", "Bearer t", "GET", "json", None, [], {}, 2.5]
+    + ["{{state.a}}", "{{path.id}}"],
+    "ne": [True, 1, "x", "p1", "2", "1", "Bearer t", None, "{{state.b}}"],
     "present": [True, False],
     "type": ["int", "number", "string", "bool", "object", "list", "null"],
     "in": [[1, True, "x"], [None], []],
