@@ -14,6 +14,7 @@ as the HTTP requests such clients would make: GraphQL as ``POST <url or /graphql
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -44,6 +45,8 @@ class Outgoing(NamedTuple):
 
     http: HttpRequest
     sent: dict[str, Any]
+    view: str
+    """The URL as the server sees it (``server_view``)."""
 
 
 def body_preview(response: HttpResponse) -> str:
@@ -62,6 +65,8 @@ def server_view(url: str) -> str:
 def _protocol_fields(content: dict[str, Any]) -> tuple[str, str, str, Any]:
     """``(protocol, method, url, body)`` of request content, mapping GraphQL/MCP onto HTTP."""
     protocol = content.get("protocol") or "rest"
+    if protocol == "rest":  # the usual request (only the string "rest" equals it): no case to fold
+        return protocol, content.get("method") or "GET", content.get("url") or "", content.get("body")
     if not isinstance(protocol, str) or protocol.lower() not in ("rest", "graphql", "mcp"):
         raise ToolError(f"execute failed: unsupported protocol {protocol!r} (use 'rest', 'graphql' or 'mcp')")
     protocol = protocol.lower()
@@ -90,10 +95,13 @@ def _check_headers(headers: Any) -> dict[str, Any]:
     return headers
 
 
-def _declared_length_too_small(headers: dict[str, str], body: Any) -> bool:
+def _declared_length_too_small(headers: dict[str, str], lowered: dict[str, str], body: Any) -> bool:
     if not headers:
         return False
-    declared = next((v for k, v in headers.items() if k.lower() == "content-length"), None)
+    if len(lowered) == len(headers):  # no two names alike but for case: the lowered map is exact
+        declared = lowered.get("content-length")
+    else:  # the first name that lowers to it, as sent
+        declared = next((v for k, v in headers.items() if k.lower() == "content-length"), None)
     if declared is None or not declared.strip().isdigit():
         return False
     sent = body if isinstance(body, str) else json.dumps(body, separators=(",", ":"), ensure_ascii=False)
@@ -112,20 +120,27 @@ def build_outgoing(content: dict[str, Any]) -> Outgoing:
     if not isinstance(url, str):
         raise ToolError(f"execute failed: url must be a string, not {type(url)}")
     try:
-        urlsplit(url)
+        view = _server_view(url) if len(url) <= _VIEW_MEMO_URL else server_view(url)
     except ValueError as exc:  # e.g. "Invalid IPv6 URL": the HTTP client refuses it before sending
         raise ToolError(f"execute failed: {exc}") from None
     headers = _check_headers(content.get("headers"))
-    if _declared_length_too_small(headers, body):
+    lowered = {name.lower(): value for name, value in headers.items()} if headers else {}
+    if headers and _declared_length_too_small(headers, lowered, body):
         raise ToolError("execute failed: Too much data for declared Content-Length")
-    http = HttpRequest(
-        method=method.upper(),
-        url=url,
-        headers={name.lower(): value for name, value in headers.items()},
-        body=body,
-    )
-    sent = {"protocol": protocol, "method": http.method, "url": url, "headers": dict(headers), "body": body}
-    return Outgoing(http=http, sent=sent)
+    upper = method.upper()
+    http = HttpRequest(upper, url, lowered, body)
+    sent = {"protocol": protocol, "method": upper, "url": url, "headers": dict(headers), "body": body}
+    return Outgoing(http, sent, view)
+
+
+_VIEW_MEMO_URL = 2048
+
+
+@functools.lru_cache(maxsize=4096)
+def _server_view(url: str) -> str:
+    # A pure function of the text, kept for the URLs a grid sends again (short ones only): one split
+    # both checks the URL as the client would and gives the response's ``url``.
+    return server_view(url)
 
 
 def wire_failure(headers: dict[str, str]) -> str | None:
@@ -142,15 +157,15 @@ def wire_failure(headers: dict[str, str]) -> str | None:
     return None
 
 
-def response_content(response: HttpResponse, http: HttpRequest) -> dict[str, Any]:
+def response_content(response: HttpResponse, outgoing: Outgoing) -> dict[str, Any]:
     """The ``response`` entity content: ``{status, headers, body, url, method}``."""
     body = "" if response.body is None else response.body
     return {
         "status": response.status,
         "headers": dict(response.headers),
         "body": body,
-        "url": server_view(http.url),
-        "method": http.method,
+        "url": outgoing.view,
+        "method": outgoing.http.method,
     }
 
 
@@ -197,7 +212,7 @@ def execute_request(
     response_id = workspace.ids.response_id()
     response_ref = make_ref("response", response_id, parent=ref)
     response_key = f"{request_key}/response:{response_id}"  # str(response_ref)
-    seen = response_content(response, outgoing.http)
+    seen = response_content(response, outgoing)
     workspace.put_entity(response_ref, seen, "execute", key=response_key, room_checked=True)
     workspace.record_exchange(Exchange(request_key, response_key, outgoing.sent, response))
     return _ENCODE(

@@ -53,14 +53,18 @@ def assoc_in(tree: Any, parts: list[str], value: Any) -> Any:
     slot: Any = None
     node = tree
     for head in parts:
-        if isinstance(node, list) and head.lstrip("-").isdigit():
-            copy: Any = list(node)
-            key: Any = int(head)
+        if type(node) is dict:  # the usual level, without the two isinstance calls
+            copy: Any = {**node}
+            key: Any = head
+            child = copy.get(head)  # None when absent: made a {} on the next level, as {} would be
+        elif isinstance(node, list) and head.lstrip("-").isdigit():
+            copy = list(node)
+            key = int(head)
             child = copy[key]
         else:
             copy = dict(node) if isinstance(node, dict) else {}
             key = head
-            child = copy.get(head, {})
+            child = copy.get(head)
         if parent is None:
             root = copy
         else:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from apiflow.tools import Toolbox, Workspace
-from apiflow.tools.execute import body_preview, server_view
+from apiflow.tools.execute import _server_view, body_preview, server_view
 from apiflow.world.errors import TransportError
 from apiflow.world.http import HttpResponse
 
@@ -206,3 +206,27 @@ def test_argument_errors(toolbox: Toolbox) -> None:
     assert _execute_error(toolbox, target="request:test") == (
         "Request request:test not in workspace; create it with `write` first."
     )
+
+
+def test_declared_length_takes_the_first_name_as_sent_when_two_differ_only_in_case(
+    toolbox: Toolbox, world: FakeWorld
+) -> None:
+    # The lowered header map keeps the last of two such names; the client reads the first.
+    first_small = {"Content-Length": "2", "content-length": "999"}
+    assert _execute_error(
+        toolbox, request={"method": "POST", "url": "/x", "headers": first_small, "body": "abc"}
+    ) == ("execute failed: Too much data for declared Content-Length")
+    first_large = {"Content-Length": "999", "content-length": "2"}
+    _execute(toolbox, request={"method": "POST", "url": "/x", "headers": first_large, "body": "abc"})
+    assert len(world.sent) == 1
+
+
+def test_the_remembered_server_view_is_server_view() -> None:
+    for url in ["", "/", "v3/a?b=1", "http://h:1/a/b?c=d&e", "http://[::1]:9/x", "/p?" + "q" * 50, "//x/y"]:
+        assert _server_view(url) == server_view(url) == _server_view(url)
+    for bad in ["http://[::1/x", "http://a]b/"]:
+        with pytest.raises(ValueError) as plain:
+            server_view(bad)
+        with pytest.raises(ValueError) as remembered:
+            _server_view(bad)
+        assert str(remembered.value) == str(plain.value)
