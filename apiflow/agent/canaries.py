@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
+from collections import OrderedDict
 from typing import Any
 
 from apiflow.bank.task import Task
@@ -102,3 +104,44 @@ def salted_task(task: Task, codec: CanaryCodec) -> Task:
         for name, rows in template.items()
     }
     return task.model_copy(update=update)
+
+
+_SALTINGS = 512
+"""Trials whose (task, literals, canary seed) the salting memo keeps, least recently used out.
+
+A grid runs the same task and epoch once per model (19 times on the calibrated panel), and the
+canary seed depends on the task and epoch only, so those trials salt alike. The planner spreads
+an epoch over every task (bank/v1: 467); 512 keeps an actor's whole epoch, so every model after
+the first finds its salting. Each entry is a codec (a few literals, its bounded text memo) and a
+task copy sharing the bank's unsalted specs: a few kB."""
+
+_saltings: OrderedDict[tuple[int, frozenset[str], int], tuple[weakref.ref[Task], CanaryCodec, Task]] = (
+    OrderedDict()
+)
+
+
+def trial_salting(task: Task, literals: frozenset[str], seed: int) -> tuple[CanaryCodec, Task]:
+    """``(CanaryCodec(literals, seed), salted_task(task, codec))``, shared by the trials that ask alike.
+
+    Both are pure functions of their inputs, and neither changes with use (the codec's own memo
+    holds answers of a pure function), so a trial handed another trial's pair behaves exactly as
+    with its own. Keyed by the task's identity (held weakly: the entry leaves with the task, and
+    a new object at a reused id is a miss), the literal set and the seed.
+    """
+    key = (id(task), literals, seed)
+    hit = _saltings.get(key)
+    if hit is not None and hit[0]() is task:
+        _saltings.move_to_end(key)
+        return hit[1], hit[2]
+    codec = CanaryCodec(literals, seed)
+    salted = salted_task(task, codec)
+
+    def forget(_ref: weakref.ref[Task], saltings: dict[Any, Any] = _saltings) -> None:
+        # The task is gone: so is what was derived from it. (The memo is bound here, not looked up:
+        # at interpreter exit module globals are cleared before the last tasks die.)
+        saltings.pop(key, None)
+
+    _saltings[key] = (weakref.ref(task, forget), codec, salted)
+    if len(_saltings) > _SALTINGS:
+        _saltings.popitem(last=False)
+    return codec, salted

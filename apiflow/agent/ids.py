@@ -59,7 +59,12 @@ def agent_version(limits: TrialLimits) -> str:
 
     The bounds on model input join the limits only when they differ from ``FIRST_INPUT_BOUNDS``.
     """
-    limits_key: list[Any] = [limits.max_messages, limits.max_tool_calls, limits.max_tokens, limits.max_seconds]
+    limits_key: list[Any] = [
+        limits.max_messages,
+        limits.max_tool_calls,
+        limits.max_tokens,
+        limits.max_seconds,
+    ]
     bounds = input_bounds()
     if bounds != FIRST_INPUT_BOUNDS:
         limits_key.append(sorted(bounds.items()))

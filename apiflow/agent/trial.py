@@ -13,7 +13,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from apiflow.agent.canaries import canary_literals, salted_task
+from apiflow.agent.canaries import canary_literals, trial_salting
 from apiflow.agent.ids import agent_version, derived_seed, trial_id_for
 from apiflow.agent.intake import TURN_BOUNDS
 from apiflow.agent.loop import LoopOutcome, TrialLimits, harness_error_text, run_loop
@@ -33,7 +33,6 @@ from apiflow.results.record import (
 from apiflow.tools import Toolbox, Workspace, tool_schema_hash, tool_schemas
 from apiflow.tools.limits import TOOL_BOUNDS
 from apiflow.world import WorldDef, WorldSession
-from apiflow.world.canaries import CanaryCodec
 
 GRADING_RULES = "apiflow-1.1"
 """The rule set live trials are graded with: ``published-1.0`` plus the grader-exploit audit's fixes
@@ -75,10 +74,9 @@ class _Trial:
         )
         # Bank canaries, ids and tokens take a per-trial form at the world's edge, and the task is
         # graded against those forms: a value copied from the answer key or another trial fails.
-        codec = CanaryCodec(
-            canary_literals(self.task, spec), derived_seed("canary", self.seed, self.task.id, self.epoch)
-        )
-        self.graded_task = salted_task(self.task, codec)
+        literals = canary_literals(self.task, spec)
+        canary_seed = derived_seed("canary", self.seed, self.task.id, self.epoch)
+        codec, self.graded_task = trial_salting(self.task, literals, canary_seed)
         self.toolbox = Toolbox(self.workspace, codec.wrap(session.send))
         return self.toolbox
 

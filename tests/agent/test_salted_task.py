@@ -1,13 +1,16 @@
 """``salted_task`` rebuilds only the spec fields that name a literal: the same specs as salting
-and validating each spec's whole dump (the plain definition), on every task of ``bank/v1``."""
+and validating each spec's whole dump (the plain definition), on every task of ``bank/v1``; and
+``trial_salting`` shares one codec and salted task between trials that would build them alike."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
 
-from apiflow.agent.canaries import _salt_spec, canary_literals, salted_task
+from apiflow.agent import canaries as canaries_module
+from apiflow.agent.canaries import _salt_spec, canary_literals, salted_task, trial_salting
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.bank.task import Task
 from apiflow.world import WorldSession
@@ -47,3 +50,33 @@ def test_the_sample_salts_specs() -> None:
         salted = salted_task(task, CanaryCodec(canary_literals(task, spec), 1))
         changed += salted.predicates != task.predicates or salted.checkpoints != task.checkpoints
     assert changed >= len(TASKS[::7]) // 2
+
+
+def test_trial_salting_is_shared_by_alike_trials_and_equals_a_fresh_one() -> None:
+    task = TASKS[0]
+    spec = WorldSession(BANK.world_of(task), 1, state_overrides=task.world_state).spec_content()
+    literals = canary_literals(task, spec)
+    codec, salted = trial_salting(task, literals, 5)
+    assert trial_salting(task, literals, 5) == (codec, salted)  # the same objects, not recomputed
+    fresh = CanaryCodec(literals, 5)
+    assert codec.forward == fresh.forward and salted == salted_task(task, fresh)
+    other_codec, other = trial_salting(task, literals, 6)
+    assert other_codec.forward != codec.forward and other != salted
+    bare_codec, bare = trial_salting(task, frozenset(), 5)  # another literal set: another entry
+    assert not bare_codec and bare is task
+
+
+def test_trial_salting_stays_bounded_and_forgets_dead_tasks() -> None:
+    task = TASKS[1]
+    spec = WorldSession(BANK.world_of(task), 1, state_overrides=task.world_state).spec_content()
+    literals = canary_literals(task, spec)
+    for seed in range(canaries_module._SALTINGS + 50):
+        trial_salting(task, literals, seed)
+    assert len(canaries_module._saltings) == canaries_module._SALTINGS
+    copy = task.model_copy()
+    trial_salting(copy, literals, 1)
+    key = (id(copy), literals, 1)
+    assert key in canaries_module._saltings
+    del copy
+    gc.collect()
+    assert key not in canaries_module._saltings
