@@ -8,6 +8,7 @@ back to the driver: transcripts go straight from the worker to the store.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import resource
 import time
@@ -274,6 +275,46 @@ def _outcome(planned: PlannedTrial, record: TrialRecord, stored: bool) -> TrialO
     )
 
 
+class GcPauses:
+    """Wall time this process spent in the cyclic garbage collector (``gc.callbacks``), per generation.
+
+    A full collection walks every tracked object; in an actor holding the bank, litellm and
+    hundreds of open trials one took about a second, with the event loop (every trial) stopped.
+    """
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self.count = [0, 0, 0]
+        self.longest_s = 0.0
+        self._began = 0.0
+        gc.callbacks.append(self._observe)
+
+    def _observe(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        took = time.perf_counter() - self._began
+        self.seconds[info["generation"]] += took
+        self.count[info["generation"]] += 1
+        self.longest_s = max(self.longest_s, took)
+
+
+def settle_heap(spec: GridSpec) -> None:
+    """Load what every trial will use, then move the whole heap out of the collector's sight.
+
+    litellm is imported on the first provider call otherwise, after which its hundreds of
+    thousands of long-lived objects are walked by every full collection. ``gc.freeze`` puts
+    what exists now (bank, prices, modules) in the permanent generation: later full collections
+    walk only what trials create.
+    """
+    if any(uses_litellm(m.model) for m in spec.models):
+        from apiflow.models.litellm_client import configure_litellm
+
+        configure_litellm()
+    gc.collect()
+    gc.freeze()
+
+
 @ray.remote(max_restarts=-1, max_task_retries=0)
 class TrialWorker:
     """Async actor: one ``TrialRunner``; many batches in flight at once (``max_concurrency``)."""
@@ -285,6 +326,8 @@ class TrialWorker:
         text = zlib.decompress(spec_json).decode() if isinstance(spec_json, bytes) else spec_json
         spec = GridSpec.model_validate_json(text, context={NAMES_CHECKED: True})
         self.runner = TrialRunner(spec, run_id, gates, ledger)
+        settle_heap(spec)
+        self.gc = GcPauses()
         self.init_cpu_s, self.init_wall_s = time.process_time() - cpu, time.monotonic() - began
         self.cpu_at_init = time.process_time()
 
@@ -306,4 +349,7 @@ class TrialWorker:
             "play_cpu_s": cpu.play_s,
             "store_cpu_s": cpu.store_s,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "gc_s": list(self.gc.seconds),
+            "gc_count": list(self.gc.count),
+            "gc_longest_s": self.gc.longest_s,
         }

@@ -52,3 +52,34 @@ def test_the_summary_prints_the_split_per_trial() -> None:
     assert "  driver CPU 2.0 s, of which the trial phase 0.20 s (50.000 ms per trial run)" in lines
     summary.workers = []
     assert not any("workers:" in line for line in summary.lines())
+
+
+def test_gc_pauses_count_each_collection_by_generation() -> None:
+    import gc
+
+    from cluster.worker import GcPauses
+
+    pauses = GcPauses()
+    try:
+        gc.collect(1)
+        gc.collect()
+        assert pauses.count[1] == 1 and pauses.count[2] == 1
+        assert pauses.seconds[2] > 0 and pauses.longest_s >= pauses.seconds[2]
+    finally:
+        gc.callbacks.remove(pauses._observe)
+
+
+def test_settling_the_heap_freezes_what_exists_and_loads_litellm_first(tmp_path: Path) -> None:
+    import gc
+    import sys
+
+    from cluster.worker import settle_heap
+
+    spec = GridSpec.model_validate(
+        {"name": "t", "models": [{"model": "openai/gpt-4o-mini"}], "out": str(tmp_path)}
+    )
+    try:
+        settle_heap(spec)
+        assert "litellm" in sys.modules and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
