@@ -26,10 +26,9 @@ from apiflow.tools.result import ToolError
 from apiflow.tools.workspace import Exchange, Workspace
 from apiflow.world.errors import TransportError
 from apiflow.world.http import HttpRequest, HttpResponse, body_text
+from apiflow.world.jsontext import dumps
 
 Send = Callable[[HttpRequest], HttpResponse]
-_ENCODE = json.JSONEncoder().encode
-"""``json.dumps`` with its default settings, without its per-call argument checks."""
 
 PREVIEW_LIMIT = 600
 PREVIEW_MARK = "…"
@@ -208,14 +207,14 @@ def execute_request(
         workspace.put_entity(ref, content, "execute", key=request_key, room_checked=True)
     if response is None:
         workspace.record_exchange(Exchange(request_key, None, outgoing.sent, None, failure))
-        return _ENCODE({"error": failure, "request_ref": request_key})
+        return dumps({"error": failure, "request_ref": request_key})
     response_id = workspace.ids.response_id()
     response_ref = make_ref("response", response_id, parent=ref)
     response_key = f"{request_key}/response:{response_id}"  # str(response_ref)
     seen = response_content(response, outgoing)
     workspace.put_entity(response_ref, seen, "execute", key=response_key, room_checked=True)
     workspace.record_exchange(Exchange(request_key, response_key, outgoing.sent, response))
-    return _ENCODE(
+    return dumps(
         {
             "response_ref": response_key,
             "status": response.status,

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from apiflow.world.http import HttpRequest, HttpResponse, body_text
+from apiflow.world.jsontext import dumps_unicode
 
 CANARY_SHAPE = re.compile(r"(?:[a-z]{2,6}-[0-9a-f]{4,6}-[0-9a-f]{3,4}|tk_[a-z0-9]+(?:_[a-z0-9]+)+)")
 """Literals distinctive enough to salt: minted ids/refs (``smk-e36f-0db4``, ``smkgr-2c8a6c-736``)
@@ -226,7 +227,7 @@ def _patterns(literals: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pat
 
 def _via_json(value: Any, fn: Callable[[str], str], pattern: re.Pattern[str]) -> Any:
     """``fn`` over every string of a JSON value, through its serialisation (unchanged when no match)."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = dumps_unicode(value)
     if not pattern.search(text):
         return value
     try:
