@@ -11,6 +11,12 @@ of every process taking part (actors, stand-in, driver, Ray's own), which bounds
 cores can carry whatever the concurrency (docs/design/043-retries-and-rate-limits.md).
 
     python bench/bench_concurrency.py [--trials 5005] [--actors 2] [--per-actor 500] [--rpm N]
+        [--latency-s 1] [--ramp-s S] [--dump series.json]
+
+The grid spreads its first wave of starts over ``--ramp-s`` (the grid's ``concurrency.ramp_s``;
+default the latency, 0 = all at once): a thousand trials started together answer together, and
+each actor then works off its 500 answers in turns before its next calls go out, so every round
+lasts the latency plus a whole burst's CPU. Each actor's garbage-collector time is printed too.
 
 Runs on a private local Ray (``run_grid`` with no address: its own temp dir, stopped with the
 grid). litellm's aiohttp pool allows 500 connections per host per process by default
@@ -137,9 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-actor", type=int, default=500, help="trials per actor at once (default 500)")
     parser.add_argument("--latency-s", type=float, default=1.0)
     parser.add_argument("--rpm", type=float, help="the grid's rate limit for the provider (default none)")
+    parser.add_argument("--ramp-s", type=float, help="the grid's concurrency.ramp_s: the first wave's starts "
+                        "spread over this many seconds (default: --latency-s; 0 = all at once)")  # fmt: skip
+    parser.add_argument(
+        "--dump", type=Path, help="write the stand-in's answer times and open requests here (JSON)"
+    )
     args = parser.parse_args(argv)
     if min(args.trials, args.actors, args.per_actor) < 1 or args.latency_s <= 0:
         parser.error("--trials, --actors, --per-actor must be >= 1 and --latency-s > 0")
+    ramp_s = args.latency_s if args.ramp_s is None else args.ramp_s
     os.environ["AIOHTTP_CONNECTOR_LIMIT_PER_HOST"] = str(max(500, args.per_actor))
     os.environ["AIOHTTP_CONNECTOR_LIMIT"] = str(max(1000, args.per_actor))
     from cluster.driver import run_grid
@@ -163,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             "price_table": str(work / "prices.yaml"), "epochs": epochs,
             "models": [{"model": "openai/apiflow/blank", "slug": "standin-blank",
                         "params": {"api_base": url, "api_key": "sk-standin", "timeout": 120}}],
-            "concurrency": {"actors": args.actors, "trials_per_actor": args.per_actor},
+            "concurrency": {"actors": args.actors, "trials_per_actor": args.per_actor, "ramp_s": ramp_s},
             **({"ratelimits": {"openai": {"rpm": args.rpm, "burst_s": 1.0}}} if args.rpm else {}),
         })  # fmt: skip
         sampler.thread.start()
@@ -178,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         order = sorted(range(len(series["answered_at"])), key=series["answered_at"].__getitem__)
         times = [series["answered_at"][i] for i in order]
         held = [series["in_flight_at"][i] for i in order]
+        if args.dump:
+            args.dump.write_text(json.dumps({"answered_at": times, "in_flight_at": held}))
     finally:
         sampler.stop.set()
         standin.terminate()
@@ -196,13 +210,17 @@ def main(argv: list[str] | None = None) -> int:
           f"(Ray start-up and actors {summary.phases.get('ray_start_s', 0) + summary.phases.get('actors_s', 0):.1f} s); "
           f"load {load[0]:.1f} {load[1]:.1f}")  # fmt: skip
     print(f"concurrency {args.actors} actors x {args.per_actor} = {concurrency}; latency {args.latency_s} s; "
-          f"rate limit {f'{args.rpm:.0f} rpm' if args.rpm else 'none'}")  # fmt: skip
+          f"rate limit {f'{args.rpm:.0f} rpm' if args.rpm else 'none'}; first wave ramped over {ramp_s:g} s")  # fmt: skip
     print(f"calls in flight (the stand-in's open requests): peak {stats['peak_in_flight']}, "
           f"median {held_steady:.0f} over the middle 80% of answers (target >= 1000)")  # fmt: skip
     print(f"throughput: {rate:.1f} calls/s steady (middle 80% of answers) vs ideal {ideal:.1f} = "
           f"{rate / ideal:.1%} (target >= 90%)")  # fmt: skip
     print(f"peak RSS: driver {driver_mb:.0f} MB; actors {actors_mb} MB (median "
           f"{statistics.median(actors_mb) if actors_mb else 0} MB)")  # fmt: skip
+    for worker in summary.workers:
+        print(f"actor {worker['pid']}: garbage collector {sum(worker['gc_s']):.2f} s in "
+              f"{sum(worker['gc_count'])} collections ({worker['gc_count'][2]} full), longest "
+              f"{worker['gc_longest_s'] * 1e3:.0f} ms")  # fmt: skip
     calls = max(1, stats["answered"])
     parts = {"actors": sum(sampler.cpu.values()), "stand-in": standin_cpu, "driver": driver_cpu,
              "Ray's own": sum(sampler.other_cpu.values())}  # fmt: skip

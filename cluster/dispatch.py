@@ -41,6 +41,12 @@ class Dispatcher:
         # never (no room left after a node loss): send it nothing until a ping comes back.
         self.live = [True] * len(actors)
         self.probes: dict[Any, int] = {}
+        # Slow start of provider trials (``concurrency.ramp_s``): the n-th of the first ``slots``
+        # starts waits until n / slots of the ramp has passed.
+        self.slots = len(actors) * calls_per_actor
+        self.ramp_s = spec.concurrency.ramp_s
+        self.started = 0
+        self.ramp_began: float | None = None
 
     def _batch(self, queue: deque[PlannedTrial]) -> list[PlannedTrial]:
         # Offline trials take milliseconds: batch them so Ray's per-call cost stays small.
@@ -64,12 +70,27 @@ class Dispatcher:
         if not live:
             return False
         index = min(live, key=self.per_actor.__getitem__)
-        if self.per_actor[index] >= self.calls_per_actor:
+        if self.per_actor[index] >= self.calls_per_actor or self.ramp_wait_s(queue) > 0:
             return False
         batch = self._batch(queue)
+        self.started += not self.spec.models[batch[0].model_index].offline
         self.in_flight[self.actors[index].run_batch.remote(batch)] = (index, batch)
         self.per_actor[index] += 1
         return True
+
+    def ramp_wait_s(self, queue: deque[PlannedTrial]) -> float:
+        """Seconds until the next provider trial of the ramp may start (0: now)."""
+        if (
+            not self.ramp_s
+            or self.started >= self.slots
+            or not queue
+            or self.spec.models[queue[0].model_index].offline
+        ):
+            return 0.0
+        now = time.monotonic()
+        if self.ramp_began is None:
+            self.ramp_began = now
+        return max(0.0, self.ramp_began + self.started * self.ramp_s / self.slots - now)
 
     def collect(self, queue: deque[PlannedTrial], timeout_s: float = 0.5) -> tuple[list[TrialOutcome], int]:
         """Outcomes of finished calls, and how many trials went back on the queue."""

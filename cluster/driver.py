@@ -268,7 +268,8 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
                 elif time.monotonic() - idle_since > STALL_S:
                     summary.stalled = True
                     break  # no actor came back: stop, resumable, rather than hang
-            outcomes, requeued = dispatcher.collect(queue)
+            # During a ramp, wake for its next start rather than the usual half second.
+            outcomes, requeued = dispatcher.collect(queue, min(0.5, dispatcher.ramp_wait_s(queue)) or 0.5)
             tally.requeued += requeued
             for outcome in outcomes:
                 _tally(tally, outcome, summary)

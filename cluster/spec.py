@@ -106,6 +106,12 @@ class Concurrency(BaseModel):
         batch: Trials per actor call for offline models (keeps Ray overhead a small share); also
             the storage batch: their rows are committed as one object per call (042).
         window: In-flight actor calls the driver keeps (default 2 × actors × calls per actor).
+        ramp_s: Provider trials only: the first ``actors × trials_per_actor`` starts are spread
+            evenly over this many seconds instead of all going out at once (0: at once). Set it
+            near the provider's typical latency: trials started together answer together, and an
+            actor works a burst of answers off in turns before the next wave of calls goes out,
+            so each slot's round lasts latency + the whole burst's CPU
+            (docs/design/043-retries-and-rate-limits.md, "Concurrency, round three").
     """
 
     model_config = _FROZEN
@@ -114,6 +120,7 @@ class Concurrency(BaseModel):
     trials_per_actor: int = Field(default=16, ge=1)
     batch: int = Field(default=64, ge=1)
     window: int | None = Field(default=None, ge=1)
+    ramp_s: float = Field(default=0.0, ge=0.0)
 
 
 class Limits(BaseModel):

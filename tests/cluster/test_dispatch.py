@@ -131,3 +131,54 @@ def test_a_runner_killed_mid_batch_resumes_to_every_trial_once(tmp_path, monkeyp
     for trial_id, old in before.items():
         new = runner.store.read_transcript(old["model"], trial_id)
         assert {**new, "duration_s": 0, "provenance": None} == {**old, "duration_s": 0, "provenance": None}
+
+
+def _provider_spec(out: str, ramp_s: float) -> GridSpec:
+    return GridSpec.model_validate({"name": "t", "out": out, "models": [{"model": "openai/gpt-4o-mini"}],
+                                    "concurrency": {"trials_per_actor": 4, "ramp_s": ramp_s}})  # fmt: skip
+
+
+def _provider_trials(n: int) -> deque[PlannedTrial]:
+    return deque(PlannedTrial(f"{i:032x}", 0, "sample-w01-sub01", "w01", 1, i) for i in range(n))
+
+
+def test_a_ramp_spreads_the_first_wave_of_provider_starts(tmp_path, monkeypatch):
+    """ramp_s = 8 over 2 actors x 4 slots: the n-th start waits until n s have passed; the first
+    wave over, starts go out as slots free (nothing left to wait for)."""
+    import cluster.dispatch as dispatch
+
+    now = [100.0]
+    monkeypatch.setattr(dispatch.time, "monotonic", lambda: now[0])
+    actors = [_Actor(), _Actor()]
+    dispatcher = Dispatcher(_DeadRay(), actors, _provider_spec(str(tmp_path), 8.0), 4, window=16)
+    queue = _provider_trials(12)
+    started = []
+    for _ in range(9):
+        while dispatcher.submit(queue):
+            pass
+        started.append(12 - len(queue))
+        if started[-1] < 8:
+            assert dispatcher.ramp_wait_s(queue) == pytest.approx(started[-1] - (now[0] - 100.0))
+        now[0] += 1.0
+    assert started == [1, 2, 3, 4, 5, 6, 7, 8, 8]  # one a second; then every slot is held
+    assert dispatcher.ramp_wait_s(queue) == 0.0
+    dispatcher.per_actor = [3, 4]  # a trial of the first actor finished: its slot refills at once
+    assert dispatcher.submit(queue) and len(queue) == 3
+
+
+def test_no_ramp_starts_every_slot_at_once(tmp_path):
+    dispatcher = Dispatcher(
+        _DeadRay(), [_Actor(), _Actor()], _provider_spec(str(tmp_path), 0.0), 4, window=16
+    )
+    queue = _provider_trials(12)
+    while dispatcher.submit(queue):
+        pass
+    assert len(queue) == 4 and dispatcher.ramp_wait_s(queue) == 0.0
+
+
+def test_offline_batches_ignore_the_ramp(tmp_path):
+    spec = GridSpec.model_validate({"name": "t", "models": [{"model": "apiflow/oracle"}], "out": str(tmp_path),
+                                    "concurrency": {"batch": 3, "ramp_s": 1000.0}})  # fmt: skip
+    dispatcher = Dispatcher(_DeadRay(), [_Actor()], spec, calls_per_actor=2, window=4)
+    queue = deque(PlannedTrial(f"{i:032x}", 0, "sample-w01-sub01", "w01", 1, 0) for i in range(6))
+    assert dispatcher.submit(queue) and dispatcher.submit(queue) and not queue
