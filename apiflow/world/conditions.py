@@ -95,10 +95,24 @@ def compile_condition(condition: Condition) -> Check:
     """
     if condition.any is not None:
         anyof = [compile_condition(c) for c in condition.any]
-        return lambda features: any(check(features) for check in anyof)
+
+        def any_of(features: Features) -> bool:
+            for check in anyof:  # any(<genexpr>) without the generator's frame per check
+                if check(features):
+                    return True
+            return False
+
+        return any_of
     if condition.all is not None:
         allof = [compile_condition(c) for c in condition.all]
-        return lambda features: all(check(features) for check in allof)
+
+        def all_of(features: Features) -> bool:
+            for check in allof:
+                if not check(features):
+                    return False
+            return True
+
+        return all_of
     if condition.not_ is not None:
         negated = compile_condition(condition.not_)
         return lambda features: not negated(features)

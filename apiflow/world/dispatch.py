@@ -71,7 +71,9 @@ def _apply(
 ) -> dict[str, Any]:
     if effect.mint_id is not None:
         digest = hashlib.sha256(f"{nonce}:{effect.mint_id.into}".encode()).hexdigest()
-        return assoc_in(state, split_path(effect.mint_id.into), effect.mint_id.prefix + digest[: effect.mint_id.hex])
+        return assoc_in(
+            state, split_path(effect.mint_id.into), effect.mint_id.prefix + digest[: effect.mint_id.hex]
+        )
     if effect.mint_token is not None:
         grant = effect.mint_token
         record = {"scopes": list(grant.scopes), "max_uses": grant.max_uses, "legacy": grant.legacy, "uses": 0}
@@ -95,10 +97,19 @@ def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Http
 
 
 def dispatch(
-    world: WorldDef, state: dict[str, Any], request: HttpRequest, live_netloc: str, seed: int = 0
+    world: WorldDef,
+    state: dict[str, Any],
+    request: HttpRequest,
+    live_netloc: str,
+    seed: int = 0,
+    plan: CompiledWorld | None = None,
 ) -> Outcome:
-    """Answer one request; ``state`` is never mutated, the new state is returned."""
-    plan = compiled(world)
+    """Answer one request; ``state`` is never mutated, the new state is returned.
+
+    ``plan`` is ``compiled(world)`` when the caller holds it (a session looks it up once, not per request).
+    """
+    if plan is None:
+        plan = compiled(world)
     url = parse_url(request.url)
     if url.netloc and url.netloc not in (plan.netloc, live_netloc):
         raise TransportError("network: ConnectError: All connection attempts failed")
@@ -106,7 +117,12 @@ def dispatch(
     if world.serve_openapi and url.path == "/openapi.json" and method == "GET":
         return Outcome(state, _json(200, plan.openapi))
     candidates = plan.match_routes(url.path)
-    if not candidates and url.path != "/" and url.path.endswith("/") and plan.match_routes(url.path.rstrip("/")):
+    if (
+        not candidates
+        and url.path != "/"
+        and url.path.endswith("/")
+        and plan.match_routes(url.path.rstrip("/"))
+    ):
         query = f"?{url.query_string}" if url.query_string else ""
         location = f"http://{live_netloc}{url.path.rstrip('/')}{query}"
         return Outcome(state, HttpResponse(307, {"location": location}, ""))

@@ -59,6 +59,7 @@ class WorldSession:
         self.state: dict[str, Any] = _deep_merge(world.state, state_overrides or {})
         self.live_netloc = f"127.0.0.1:{world.live_port}"
         self.requests_served = 0
+        self._plan = compiled(world)  # looked up once per trial, not on every request
         # A frozen clock that ticks one second per request: `date` headers are stable across runs.
         self._clock = datetime.fromisoformat(world.clock_start.replace("Z", "+00:00")).astimezone(UTC)
 
@@ -69,14 +70,14 @@ class WorldSession:
 
     def spec_content(self) -> dict[str, Any]:
         """Content of the ``spec:openapi`` entity (shared by every session of the world: read-only)."""
-        return compiled(self.world).spec_content
+        return self._plan.spec_content
 
     def send(self, request: HttpRequest) -> HttpResponse:
         """Answer one request, advancing the session state."""
         for value in request.headers.values():
             if not isinstance(value, str):
                 raise TransportError(f"Header value must be str or bytes, not {type(value)}", kind="invalid")
-        outcome = dispatch(self.world, self.state, request, self.live_netloc, self.seed)
+        outcome = dispatch(self.world, self.state, request, self.live_netloc, self.seed, self._plan)
         self.state = outcome.state
         self.requests_served += 1
         response = outcome.response
