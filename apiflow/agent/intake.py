@@ -124,9 +124,13 @@ class TurnIntake:
         if not isinstance(raw, ModelOutput):
             raise TypeError(f"model client returned {type(raw).__name__}, not a ModelOutput")
         self._turn += 1
-        checked_text = self._text(raw.text, "text")
-        text = "" if checked_text is None else checked_text
-        reasoning = self._text(raw.reasoning, "reasoning")
+        text = raw.text
+        if not (type(text) is str and len(text) <= TEXT_CHARS and text.isascii()):  # _text's common case
+            checked_text = self._text(text, "text")
+            text = "" if checked_text is None else checked_text
+        reasoning = raw.reasoning
+        if reasoning is not None:  # _text(None, "reasoning") is None, nothing repaired
+            reasoning = self._text(reasoning, "reasoning")
         chars = 64 + len(text) + len(reasoning or "")
         raw_calls = raw.tool_calls
         if not isinstance(raw_calls, tuple | list):
@@ -178,6 +182,24 @@ class TurnIntake:
 
     def _call(self, item: Any, index: int, *, excess: bool) -> tuple[ToolCall, Any, int, Scan | None]:
         """The recorded call, what the toolbox gets, the recorded size, and the arguments' clean scan."""
+        if not excess and type(item) is ToolCall:
+            call_id, name, ids = item.id, item.name, self._ids
+            # _id's and _name's common case (a fresh clean id, a short ASCII name): nothing to repair.
+            if (
+                type(call_id) is str
+                and call_id
+                and len(call_id) <= NAME_CHARS
+                and call_id.isascii()
+                and call_id not in ids
+                and type(name) is str
+                and len(name) <= NAME_CHARS
+                and name.isascii()
+            ):
+                ids.add(call_id)
+                recorded, run, size, checked = self._arguments(item.arguments)
+                if recorded is item.arguments:
+                    return item, run, len(call_id) + len(name) + size, checked
+                return ToolCall(call_id, name, recorded), run, len(call_id) + len(name) + size, checked
         if not isinstance(item, ToolCall):
             self.log.repair("tool_call_type")
             item = ToolCall(None, f"<{type(item).__name__}>", "")  # type: ignore[arg-type]
@@ -235,16 +257,30 @@ class TurnIntake:
             checked = scan(value)
         except (LimitError, NotJson):
             return preview(value), value, _PREVIEW_SIZE, None
-        self.log.repair("unicode", checked.repaired)
-        return checked.value, checked.value, checked.chars, None if checked.repaired else checked
+        if checked.repaired:
+            self.log.repair("unicode", checked.repaired)
+            return checked.value, checked.value, checked.chars, None
+        return checked.value, checked.value, checked.chars, checked
 
     # -- usage, cost, retries --------------------------------------------------------------------
 
     def _accounting(self, output: ModelOutput) -> ModelOutput:
         if output.provider_cost_usd is None and type(output.retries) is tuple and not output.retries:
-            usage = _clean_usage(output.usage)
-            if usage is output.usage:
-                return output  # the common case: clean counts, no cost, no retries
+            u = output.usage  # the common case: clean counts (_clean_usage's test), no cost, no retries
+            if (
+                type(u) is Usage
+                and type(u.input) is int
+                and type(u.output) is int
+                and type(u.cache_read) is int
+                and type(u.cache_write) is int
+                and type(u.reasoning) is int
+                and 0 <= u.input <= USAGE_TOKENS
+                and 0 <= u.output <= USAGE_TOKENS
+                and 0 <= u.cache_read <= USAGE_TOKENS
+                and 0 <= u.cache_write <= USAGE_TOKENS
+                and 0 <= u.reasoning <= USAGE_TOKENS
+            ):
+                return output
         usage = _clean_usage(output.usage)
         cost = output.provider_cost_usd
         if cost is not None and (

@@ -155,33 +155,10 @@ class _Loop:
             self.out.input.hit(name)
         return True
 
-    def _over_transcript(self) -> bool:
-        return self.transcript_chars > TRANSCRIPT_CHARS
-
-    def _over_messages(self) -> bool:
-        cap = self.limits.max_messages
-        return cap is not None and len(self.messages) >= cap
-
-    def _over_time(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
-
-    def _account(self, output: ModelOutput) -> None:
-        out = self.out
-        out.model_calls += 1
-        out.usage = out.usage + output.usage
-        out.retries.extend(output.retries)
-        if output.provider_cost_usd is not None:
-            out.provider_cost_usd = (out.provider_cost_usd or 0.0) + output.provider_cost_usd
-
-    def _over_tokens(self) -> bool:
-        cap = self.limits.max_tokens
-        u = self.out.usage
-        return cap is not None and u.input + u.output + u.cache_read >= cap
-
     def _run_calls(self, turn: CheckedTurn) -> bool:
         """Run one turn's calls in order; True when the trial must stop."""
-        # The limit checks of _over_messages, _over_time and _over_transcript, inlined: this runs
-        # once per tool call, the hottest loop of a trial.
+        # The limit checks (messages, time, transcript) written out: this runs once per tool
+        # call, the hottest loop of a trial.
         out, messages, call_tool = self.out, self.messages, self.tools.call
         cap, max_messages, deadline = self.limits.max_tool_calls, self.limits.max_messages, self.deadline
         scans, run_arguments, runnable = turn.scans, turn.run_arguments, turn.runnable
@@ -225,24 +202,33 @@ class _Loop:
         return False
 
     async def run(self) -> LoopOutcome:
+        messages, out = self.messages, self.out
+        max_messages, max_tokens = self.limits.max_messages, self.limits.max_tokens
         while True:
-            if self._over_messages():
+            if max_messages is not None and len(messages) >= max_messages:
                 self._stop_limit("messages")
                 break
-            raw = await self.model.generate(self.messages, self.schemas, self.config)
+            raw = await self.model.generate(messages, self.schemas, self.config)
             turn = self.intake.check(raw, TRANSCRIPT_CHARS - self.transcript_chars)
             output = turn.output
-            self._account(output)
-            self.messages.append(assistant_message(output))
+            # What the call spent (written out here: this and the checks run once per model call).
+            out.model_calls += 1
+            out.usage = out.usage + output.usage
+            if output.retries:
+                out.retries.extend(output.retries)
+            if output.provider_cost_usd is not None:
+                out.provider_cost_usd = (out.provider_cost_usd or 0.0) + output.provider_cost_usd
+            messages.append(assistant_message(output))
             self.transcript_chars += turn.chars
             if not output.tool_calls and not turn.dropped:
                 answered = bool(output.text.strip())
                 self.out.termination = Termination.ANSWERED if answered else Termination.NO_ANSWER
                 break
-            if self._over_tokens():
+            u = out.usage
+            if max_tokens is not None and u.input + u.output + u.cache_read >= max_tokens:
                 self._stop_limit("tokens")
                 break
-            if self._over_transcript():
+            if self.transcript_chars > TRANSCRIPT_CHARS:
                 self._stop_limit("transcript_chars")
                 break
             if self._run_calls(turn):

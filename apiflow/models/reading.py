@@ -75,7 +75,8 @@ class CanaryReader:
 
     def __init__(self, learned: dict[str, str]) -> None:
         self._learned = dict(learned)
-        self._re = _literal_pattern(tuple(sorted(learned, key=lambda v: (-len(v), v))))
+        # Longest first, ties in string order: (-len(v), v) order, by two C-keyed stable sorts.
+        self._re = _literal_pattern(tuple(sorted(sorted(learned), key=len, reverse=True)))
 
     def _swap(self, text: str) -> str:
         return self._re.sub(lambda m: self._learned[m.group(0)], text)
