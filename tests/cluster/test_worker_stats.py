@@ -73,13 +73,16 @@ def test_settling_the_heap_freezes_what_exists_and_loads_litellm_first(tmp_path:
     import gc
     import sys
 
-    from cluster.worker import settle_heap
+    from cluster.worker import FULL_COLLECTION_EVERY, settle_heap
 
     spec = GridSpec.model_validate(
         {"name": "t", "models": [{"model": "openai/gpt-4o-mini"}], "out": str(tmp_path)}
     )
+    threshold = gc.get_threshold()
     try:
         settle_heap(spec)
         assert "litellm" in sys.modules and gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (threshold[0], threshold[1], FULL_COLLECTION_EVERY)
     finally:
         gc.unfreeze()
+        gc.set_threshold(*threshold)
