@@ -247,7 +247,7 @@ def part_d(work: Path, epochs: int = 5, batch: int = 64, n_models: int = 19) -> 
     ray_start = float(phases.get("ray_start", "nan"))
     print(f"    wall without Ray start-up: {wall - ray_start:.1f} s")
     print(f"    rows stored {len(set(ids))} distinct / {len(ids)} physical (planned {len(plan)}); "
-          f"row objects {sum(1 for _ in store._list('rows', ('.parquet', '.arrow')))}")  # fmt: skip
+          f"row objects {sum(1 for _ in store.objects.list('rows', ('.parquet', '.arrow')))}")  # fmt: skip
     print(f"    trial phase / ideal ({len(plan)} x in-process s/trial / {cores} cores = {ideal:.1f} s): "
           f"{trials_s / ideal:.2f}")  # fmt: skip
     sizes = [p.stat().st_size for p in out.rglob("*") if p.is_file()]

@@ -114,7 +114,7 @@ def store_synthetic(data: dict, row: dict) -> tuple[int, int, float]:
                  "epoch": p.epoch, "trial": p.epoch, "seed": p.seed} for p in batch]  # fmt: skip
         path, body = store.batch_path([p.trial_id for p in batch]), rows_bytes(rows)
         objects += 1
-        if store._local:
+        if store.local:
             store.create_only(path, body)
         else:
             pending[path] = body

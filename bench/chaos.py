@@ -227,7 +227,7 @@ class Chaos:
     # ---- measurements ---------------------------------------------------------------------------
     def rows(self, name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
         store = self.store(name)
-        paths = store._list("rows", (".parquet", ".arrow"))
+        paths = store.objects.list("rows", (".parquet", ".arrow"))
         return store.read_rows().to_pylist(), store.read_rows(failures=True).to_pylist(), paths
 
     def true_spend(self, before: dict[str, Any], after: dict[str, Any]) -> float:

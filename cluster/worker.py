@@ -115,7 +115,7 @@ class TrialRunner:
         self.gates = gates or {}
         self.ledger = ledger
         self.policy = RetryPolicy(**spec.retry.model_dump())
-        self.remote_store = not self.store._local
+        self.remote_store = not self.store.local
         self.slots = asyncio.Semaphore(spec.concurrency.trials_per_actor)
         self.cpu = BatchCpu()
 

@@ -17,6 +17,8 @@ through fsspec and behave alike)::
     compacted/model=<m>.parquet                 per-model merge written by ``compact``
     compacted/_batches.json                     the batch objects that merge holds (``done_ids`` skips them)
 
+The object primitives (create-only, atomic overwrite, concurrent reads, listings) are
+``objects.ObjectFolder``'s; this module holds the layout and what a stored trial means.
 An existing row object means "already done": that is how resume and duplicate
 protection work, so every writer may race and exactly one row survives; readers keep
 the first row of each trial id (docs/design/042-result-store.md, "Batched rows").
@@ -26,16 +28,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import itertools
 import json
-import os
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -43,14 +41,12 @@ import pyarrow.ipc
 import pyarrow.parquet as pq
 
 from apiflow.errors import UsageError
+from apiflow.results.objects import ObjectFolder
 from apiflow.results.record import TrialRecord
 from apiflow.results.rowfiles import batch_digest, dedupe, ids_in, row_bytes, row_cost, rows_bytes
 from apiflow.results.rows import ROW_SCHEMA
 
 MANIFEST = "manifest.json"
-_TMP_SEQ = itertools.count()
-
-
 _ROW_ENDINGS = (".parquet", ".arrow")
 COVERED = "compacted/_batches.json"
 """The batch objects the last ``compact`` folded into the per-model files (``_``: not a row file)."""
@@ -96,14 +92,12 @@ class ResultStore:
         self.row_suffix = ROW_SUFFIXES[row_format]
         self.url = url
         self.storage_options = dict(storage_options or {})
-        self.fs, root = fsspec.core.url_to_fs(url, **self.storage_options)
-        self.root = root.rstrip("/")
-        self._local = "file" in _protocols(self.fs)
-        self._made_dirs: set[str] = set()
+        self.objects = ObjectFolder(url, self.storage_options)
+        self.fs, self.root, self.local = self.objects.fs, self.objects.root, self.objects.local
 
     # ---- paths -------------------------------------------------------------
     def _path(self, *parts: str) -> str:
-        return "/".join((self.root, *parts))
+        return self.objects.path(*parts)
 
     def row_path(self, model_slug: str, trial_id: str) -> str:
         """Where a trial's row lives."""
@@ -117,39 +111,14 @@ class ResultStore:
         """Where a trial's schema-1.0 JSON lives."""
         return self._path("transcripts", f"model={model_token(model_slug)}", f"{trial_id}.json")
 
-    # ---- low-level writes --------------------------------------------------
-    def _ensure_parent(self, path: str) -> None:
-        if not self._local:
-            return  # object stores have no directories
-        parent = path.rsplit("/", 1)[0]
-        if parent not in self._made_dirs:
-            self.fs.makedirs(parent, exist_ok=True)
-            self._made_dirs.add(parent)
-
+    # ---- object writes (the store's two commit primitives) -----------------
     def create_only(self, path: str, data: bytes) -> bool:
-        """Write ``data`` at ``path`` unless something is already there.
-
-        Returns:
-            True if this call created the object, False if it already existed.
-        """
-        self._ensure_parent(path)
-        if self._local:
-            return _local_create_only(path, data)
-        try:
-            self.fs.pipe_file(path, data, mode="create")  # S3: PUT with If-None-Match: *
-        except FileExistsError:
-            return False
-        return True
+        """Write ``data`` at ``path`` unless something is already there (True if this call made it)."""
+        return self.objects.create_only(path, data)
 
     def overwrite(self, path: str, data: bytes) -> None:
         """Write ``data`` at ``path`` atomically (one PUT; locally a rename)."""
-        self._ensure_parent(path)
-        if self._local:
-            tmp = _tmp_name(path)
-            _write_new(tmp, data)
-            os.replace(tmp, path)
-        else:
-            self.fs.pipe_file(path, data)
+        self.objects.overwrite(path, data)
 
     # ---- manifest ----------------------------------------------------------
     def write_manifest(self, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -232,7 +201,8 @@ class ResultStore:
             committed.append(row)
         if not committed:
             return True
-        self._overwrite_many(transcripts)  # transcripts first: a committed row always has its transcript
+        # Transcripts first: a committed row always has its transcript.
+        self.objects.overwrite_many(transcripts)
         return self.create_only(self.batch_path(trial_ids), rows_bytes(committed))
 
     def _put_failure(self, record: TrialRecord, row: dict[str, Any], body: bytes) -> None:
@@ -248,13 +218,6 @@ class ResultStore:
         self.overwrite(f"{base}.json", body)
         self.overwrite(f"{base}{self.row_suffix}", row_bytes(row, self.row_format))
 
-    def _overwrite_many(self, files: dict[str, bytes]) -> None:
-        if self._local or len(files) < 2:
-            for path, data in files.items():
-                self.overwrite(path, data)
-        else:
-            self.fs.pipe(files)  # s3fs sends the PUTs concurrently
-
     def batch_ids(self, trial_ids: Sequence[str]) -> set[str]:
         """The trial ids committed by the batch object of these trials (empty if it does not exist).
 
@@ -262,23 +225,14 @@ class ResultStore:
         object is all-or-nothing), the others go back on the queue.
         """
         try:
-            return set(ids_in(self._cat(self.batch_path(trial_ids))))
+            return set(ids_in(self.objects.cat(self.batch_path(trial_ids))))
         except FileNotFoundError:
             return set()
-
-    def _cat(self, path: str) -> bytes:
-        if self._local:
-            with open(path, "rb") as handle:
-                return handle.read()
-        return bytes(self.fs.cat_file(path))
 
     def is_done(self, model_slug: str, trial_id: str) -> bool:
         """True when the trial's row is stored, in either format (a worker checks before spending)."""
         base = self.row_path(model_slug, trial_id)[: -len(self.row_suffix)]
-        return any(self._exists(base + suffix) for suffix in ROW_SUFFIXES.values())
-
-    def _exists(self, path: str) -> bool:
-        return os.path.exists(path) if self._local else bool(self.fs.exists(path))
+        return any(self.objects.exists(base + suffix) for suffix in ROW_SUFFIXES.values())
 
     def done_ids(self) -> set[str]:
         """Trial ids with a stored row: per-trial rows by listing, batch objects by their ids column.
@@ -292,19 +246,19 @@ class ResultStore:
         covered = self._covered_batches()
         ids = {_stem(p) for p in singles}
         if covered:
-            compacted = self._list("compacted", ".parquet")
-            fs = None if self._local else self.fs
+            compacted = self.objects.list("compacted", ".parquet")
+            fs = None if self.local else self.fs
             table = ds.dataset(
                 sorted(compacted), schema=ROW_SCHEMA, format="parquet", filesystem=fs
             ).to_table(columns=["trial_id"])
             ids.update(table.column("trial_id").to_pylist())
-        for _, data in self._cat_many([p for p in batches if p.rsplit("/", 1)[-1] not in covered]):
+        for _, data in self.objects.cat_many([p for p in batches if p.rsplit("/", 1)[-1] not in covered]):
             ids.update(ids_in(data))
         return ids
 
     def _covered_batches(self) -> set[str]:
         try:
-            return set(json.loads(self._cat(self._path(COVERED))))
+            return set(json.loads(self.objects.cat(self._path(COVERED))))
         except FileNotFoundError:
             return set()
 
@@ -312,7 +266,7 @@ class ResultStore:
         """The trial id of every stored row, repeats kept (a test of "no duplicate" counts them)."""
         singles, batches = self._row_objects()
         ids = [_stem(p) for p in singles]
-        for _, data in self._cat_many(batches):
+        for _, data in self.objects.cat_many(batches):
             ids.extend(ids_in(data))
         return ids
 
@@ -320,26 +274,13 @@ class ResultStore:
         """``(per-trial row objects, batch row objects)``, each sorted (the read order)."""
         singles: list[str] = []
         batches: list[str] = []
-        for path in sorted(self._list("rows", _ROW_ENDINGS)):
+        for path in sorted(self.objects.list("rows", _ROW_ENDINGS)):
             (batches if path.rsplit("/", 2)[-2] == BATCHES else singles).append(path)
         return singles, batches
 
     def failed_ids(self) -> set[str]:
         """Trial ids with a harness/provider outcome and no stored row."""
-        return {p.rsplit("/", 2)[-2] for p in self._list("failures", _ROW_ENDINGS)} - self.done_ids()
-
-    def _list(self, prefix: str, suffix: str | tuple[str, ...]) -> list[str]:
-        base = self._path(prefix)
-        if self._local:
-            return [os.path.join(d, f) for d, _, fs in os.walk(base) for f in fs if f.endswith(suffix)]
-        # Forget every cached listing, not only ``base``'s: ``find`` caches the sub-folders it
-        # walks, and s3fs answers ``info``/``open`` of a new object from a stale parent listing
-        # with FileNotFoundError (the chaos suite hit it reading rows written after a first listing).
-        self.fs.invalidate_cache()
-        try:
-            return [p for p in self.fs.find(base) if p.endswith(suffix)]
-        except FileNotFoundError:
-            return []
+        return {p.rsplit("/", 2)[-2] for p in self.objects.list("failures", _ROW_ENDINGS)} - self.done_ids()
 
     def recorded_spend(self) -> tuple[float, float, int]:
         """``(rows_usd, failures_usd, objects)``: the cost every stored row and failure row records.
@@ -351,20 +292,10 @@ class ResultStore:
         totals = []
         count = 0
         for prefix in ("rows", "failures"):
-            paths = self._list(prefix, _ROW_ENDINGS)
+            paths = self.objects.list(prefix, _ROW_ENDINGS)
             count += len(paths)
-            totals.append(sum(row_cost(path, data) for path, data in self._cat_many(paths)))
+            totals.append(sum(row_cost(path, data) for path, data in self.objects.cat_many(paths)))
         return totals[0], totals[1], count
-
-    def _cat_many(self, paths: list[str]) -> Iterable[tuple[str, bytes]]:
-        if self._local:
-            for path in paths:
-                with open(path, "rb") as handle:
-                    yield path, handle.read()
-            return
-        for start in range(0, len(paths), 1000):
-            chunk = paths[start : start + 1000]
-            yield from self.fs.cat(chunk, on_error="omit").items()
 
     def write_checkpoint(self, attempt: str, data: dict[str, Any]) -> None:
         """The budget ledger's checkpoint of one driver attempt (overwritten as the attempt runs)."""
@@ -373,7 +304,7 @@ class ResultStore:
     def read_checkpoints(self) -> list[dict[str, Any]]:
         """Every attempt's last ledger checkpoint (unordered; each carries its ``written_at``)."""
         found = []
-        for path in self._list("ledger", ".json"):
+        for path in self.objects.list("ledger", ".json"):
             try:
                 found.append(json.loads(self.fs.cat_file(path)))
             except (FileNotFoundError, ValueError):
@@ -389,7 +320,7 @@ class ResultStore:
         paths = sorted(paths)
         if not paths:
             return ROW_SCHEMA.empty_table()
-        fs = None if self._local else self.fs
+        fs = None if self.local else self.fs
         tables = [
             ds.dataset(group, schema=ROW_SCHEMA, format=kind, filesystem=fs).to_table()
             for kind, suffix in (("parquet", ".parquet"), ("ipc", ".arrow"))
@@ -404,8 +335,8 @@ class ResultStore:
             failures: Read the harness/provider outcomes instead (all attempts kept).
         """
         if failures:
-            return self._read_files(self._list("failures", _ROW_ENDINGS))
-        compacted = self._read_files(self._list("compacted", ".parquet"))
+            return self._read_files(self.objects.list("failures", _ROW_ENDINGS))
+        compacted = self._read_files(self.objects.list("compacted", ".parquet"))
         seen = set(compacted.column("trial_id").to_pylist())
         singles, batches = self._row_objects()
         fresh = self._read_files([p for p in singles if _stem(p) not in seen])
@@ -449,40 +380,3 @@ class ResultStore:
 
 def _stem(path: str) -> str:
     return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-
-
-def _protocols(fs: Any) -> tuple[str, ...]:
-    protocol = fs.protocol
-    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
-
-
-def _tmp_name(path: str) -> str:
-    # Unique per process, thread and call: concurrent writers never share a temp file.
-    return f"{path}.tmp-{os.getpid()}-{threading.get_ident()}-{next(_TMP_SEQ)}"
-
-
-def _write_new(path: str, data: bytes) -> None:
-    # os.open/os.write: three syscalls, where open() adds an fstat, an ioctl, an lseek and a
-    # buffered-writer object; a grid writes one transcript per trial (042, "What a stored trial costs").
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-
-
-def _local_create_only(path: str, data: bytes) -> bool:
-    # Write a private temp file, then hard-link it into place: link() is atomic and
-    # fails if the target exists, so readers never see a partial row and two writers
-    # cannot both win (O_EXCL alone would expose a half-written file).
-    tmp = _tmp_name(path)
-    _write_new(tmp, data)
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        return False
-    finally:
-        os.unlink(tmp)
-    return True

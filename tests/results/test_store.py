@@ -170,12 +170,12 @@ def test_after_compact_done_ids_skips_the_batches_it_folded_in(store, make_recor
     store.compact()
     _batch(store, [make_record(trial_id="b" * 32), make_record(trial_id="c" * 32)])  # after the compaction
     read: list[str] = []
-    cat_many = store._cat_many
+    cat_many = store.objects.cat_many
 
     def counting(paths):
         read.extend(paths)
         return cat_many(paths)
 
-    monkeypatch.setattr(store, "_cat_many", counting)
+    monkeypatch.setattr(store.objects, "cat_many", counting)
     assert store.done_ids() == before | {"b" * 32, "c" * 32}
     assert len(read) == 1  # only the batch written after the compaction
