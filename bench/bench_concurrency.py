@@ -221,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"actor {worker['pid']}: garbage collector {sum(worker['gc_s']):.2f} s in "
               f"{sum(worker['gc_count'])} collections ({worker['gc_count'][2]} full), longest "
               f"{worker['gc_longest_s'] * 1e3:.0f} ms")  # fmt: skip
+        threads = worker.get("thread_cpu_s", {})
+        named = sorted(((v, k) for k, v in threads.items() if v >= 0.05), reverse=True)
+        print("  CPU by thread: " + ", ".join(f"{k} {v:.1f} s" for v, k in named[:6]))
     calls = max(1, stats["answered"])
     parts = {"actors": sum(sampler.cpu.values()), "stand-in": standin_cpu, "driver": driver_cpu,
              "Ray's own": sum(sampler.other_cpu.values())}  # fmt: skip

@@ -11,6 +11,7 @@ import asyncio
 import gc
 import os
 import resource
+import threading
 import time
 import zlib
 from dataclasses import dataclass
@@ -299,6 +300,37 @@ class GcPauses:
         self.longest_s = max(self.longest_s, took)
 
 
+def thread_cpu_s(loop_tid: int | None = None) -> dict[str, float]:
+    """CPU seconds (user + system) this process's live threads have used, summed by thread name.
+
+    Splits an actor's CPU between its asyncio event loop (``loop_tid``: where trials, litellm and
+    the actor's methods run), the process's main thread and Ray's core-worker threads (gRPC,
+    the task-event buffer, object transfers), which carry the process title they were started
+    under (``ray::IDLE`` and the like). Linux only (``/proc``); elsewhere empty.
+    """
+    ticks = os.sysconf("SC_CLK_TCK")
+    spent: dict[str, float] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return spent
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as stat:
+                line = stat.read()
+        except OSError:  # the thread ended between the listing and the read
+            continue
+        # comm is in parentheses and may hold spaces; utime and stime follow at fields 14 and 15
+        name = line[line.index("(") + 1 : line.rindex(")")]
+        fields = line[line.rindex(")") + 2 :].split()
+        if int(tid) == loop_tid:
+            name = "event loop"
+        elif int(tid) == os.getpid():
+            name = "main"
+        spent[name] = spent.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    return spent
+
+
 FULL_COLLECTION_EVERY = 100
 """Middle-generation collections between two full ones (CPython's default: 10). An actor's open
 trials live for a provider's whole latency, so they all reach the oldest generation and every
@@ -325,7 +357,11 @@ def settle_heap(spec: GridSpec) -> None:
     gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
 
-@ray.remote(max_restarts=-1, max_task_retries=0)
+# enable_task_events=False: Ray otherwise records a state-change event per method call and ships
+# them to the dashboard from a core-worker thread; with one call per batch that is small, but a
+# provider grid makes ~1 call per trial held for minutes and the events then cost CPU that
+# trials need (docs/design/043, "Concurrency, round three"). Failures still surface as outcomes.
+@ray.remote(max_restarts=-1, max_task_retries=0, enable_task_events=False)  # type: ignore[call-overload]  # Ray's stubs lag its options
 class TrialWorker:
     """Async actor: one ``TrialRunner``; many batches in flight at once (``max_concurrency``)."""
 
@@ -362,4 +398,5 @@ class TrialWorker:
             "gc_s": list(self.gc.seconds),
             "gc_count": list(self.gc.count),
             "gc_longest_s": self.gc.longest_s,
+            "thread_cpu_s": thread_cpu_s(threading.get_native_id()),  # stats runs on the loop
         }

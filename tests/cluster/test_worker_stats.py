@@ -86,3 +86,36 @@ def test_settling_the_heap_freezes_what_exists_and_loads_litellm_first(tmp_path:
     finally:
         gc.unfreeze()
         gc.set_threshold(*threshold)
+
+
+def test_thread_cpu_splits_the_process_by_thread() -> None:
+    import threading
+    import time
+
+    from cluster.worker import thread_cpu_s
+
+    spun, release = threading.Event(), threading.Event()
+
+    def spin() -> None:  # a second live thread that has used a known share of CPU
+        while time.thread_time() < 0.2:
+            pass
+        spun.set()
+        release.wait()
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    try:
+        spun.wait()
+        spent = thread_cpu_s(thread.native_id)
+        assert "main" in spent
+        assert spent["event loop"] >= 0.15  # the thread named as the loop; clock ticks of 10 ms
+    finally:
+        release.set()
+        thread.join()
+
+
+def test_the_trial_actor_sends_no_task_events() -> None:
+    from cluster.worker import TrialWorker
+
+    # one state-change event per method call otherwise, shipped from a core-worker thread
+    assert TrialWorker._default_options["enable_task_events"] is False  # type: ignore[attr-defined]
