@@ -6,6 +6,8 @@ import json
 import random
 from typing import Any
 
+from jsonfuzz import outcome, random_value
+
 from apiflow.tools.pretty import indented
 
 
@@ -20,22 +22,6 @@ _LEAVES: list[Any] = [
 _KEYS: list[Any] = ["a", "b", "\n", "ü", 1, None, True, 2.5]
 
 
-def _value(rng: random.Random, depth: int = 0) -> Any:
-    roll = rng.random()
-    if depth > 4 or roll < 0.3:
-        return rng.choice(_LEAVES)
-    if roll < 0.65:
-        return {rng.choice(_KEYS): _value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
-    return [_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
-
-
-def _outcome(fn: Any, value: Any) -> tuple[Any, ...]:
-    try:
-        return ("ok", fn(value))
-    except Exception as exc:  # the same error type and text, or the test fails
-        return ("error", type(exc), str(exc))
-
-
 def _plain(value: Any) -> str:
     return json.dumps(value, indent=2)
 
@@ -43,8 +29,8 @@ def _plain(value: Any) -> str:
 def test_indented_is_json_dumps_indent_2_for_random_values() -> None:
     rng = random.Random(5)
     for _ in range(5000):
-        value = _value(rng)
-        assert _outcome(indented, value) == _outcome(_plain, value), value
+        value = random_value(rng, _LEAVES, _KEYS)
+        assert outcome(indented, value) == outcome(_plain, value), value
 
 
 def test_indented_leaves_deep_cyclic_and_huge_values_to_json() -> None:
@@ -56,7 +42,7 @@ def test_indented_leaves_deep_cyclic_and_huge_values_to_json() -> None:
     cycle: list[Any] = []
     cycle.append(cycle)
     for value in (deep, cycle, [10**5000], {"a": {(1, 2): 3}}):
-        assert _outcome(indented, value) == _outcome(_plain, value)
+        assert outcome(indented, value) == outcome(_plain, value)
 
 
 def test_a_read_of_a_response_is_the_pretty_json_of_its_entity() -> None:

@@ -6,6 +6,8 @@ import json
 import random
 from typing import Any
 
+from jsonfuzz import outcome, random_value
+
 from apiflow.world.jsontext import dumps, dumps_unicode
 
 
@@ -20,22 +22,6 @@ _LEAVES: list[Any] = [
 _KEYS: list[Any] = ["a", "\n", "ü", 1, None, True, 2.5, (1,)]
 
 
-def _value(rng: random.Random, depth: int = 0) -> Any:
-    roll = rng.random()
-    if depth > 4 or roll < 0.3:
-        return rng.choice(_LEAVES)
-    if roll < 0.65:
-        return {rng.choice(_KEYS): _value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
-    return [_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
-
-
-def _outcome(fn: Any, value: Any) -> tuple[Any, ...]:
-    try:
-        return ("ok", fn(value))
-    except Exception as exc:  # the same error type and text, or the test fails
-        return ("error", type(exc), str(exc))
-
-
 def _unicode(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
@@ -43,16 +29,16 @@ def _unicode(value: Any) -> str:
 def test_dumps_are_json_dumps_for_random_values() -> None:
     rng = random.Random(8)
     for _ in range(5000):
-        value = _value(rng)
-        assert _outcome(dumps, value) == _outcome(json.dumps, value), value
-        assert _outcome(dumps_unicode, value) == _outcome(_unicode, value), value
+        value = random_value(rng, _LEAVES, _KEYS)
+        assert outcome(dumps, value) == outcome(json.dumps, value), value
+        assert outcome(dumps_unicode, value) == outcome(_unicode, value), value
 
 
 def test_a_cycle_and_a_huge_int_fail_as_json_dumps_fails() -> None:
     cycle: list[Any] = []
     cycle.append(cycle)
     for value in (cycle, {"a": cycle}, [10**5000]):
-        assert _outcome(dumps, value) == _outcome(json.dumps, value)
-        assert _outcome(dumps_unicode, value) == _outcome(_unicode, value)
-    assert _outcome(dumps, cycle)[1] is ValueError  # a fresh circular-reference table each call
+        assert outcome(dumps, value) == outcome(json.dumps, value)
+        assert outcome(dumps_unicode, value) == outcome(_unicode, value)
+    assert outcome(dumps, cycle)[1] is ValueError  # a fresh circular-reference table each call
     assert dumps({"a": [1]}) == dumps({"a": [1]}) == '{"a": [1]}'
