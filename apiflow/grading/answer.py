@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Generation = Literal["original", "newer"]
 """Answer-comparison generation: the original grader, or the newer one (board update)."""
@@ -124,8 +123,7 @@ def extract_card(text: str, reasoning: str = "") -> dict[str, Any]:
     return card
 
 
-@dataclass(frozen=True, slots=True)
-class Comparison:
+class Comparison(NamedTuple):
     """Result of one comparator: ``reason`` says why it failed (``None`` on a pass)."""
 
     passed: bool

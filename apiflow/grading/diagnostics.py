@@ -9,8 +9,7 @@ aggregate the segment-tagged predicates of a chain (REFERENCE §5.4).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from apiflow.grading.evidence import Evidence, Exchange
 from apiflow.grading.predicates import url_regex
@@ -82,8 +81,7 @@ def constraint(spec: ConstraintSpec, evidence: Evidence) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class Tagged:
+class Tagged(NamedTuple):
     """What segment diagnostics need to know about one predicate."""
 
     segment: int | None

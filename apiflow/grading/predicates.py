@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from apiflow.grading.evidence import Evidence, Exchange, value_text
 from apiflow.grading.rules import RuleSet
@@ -22,8 +21,7 @@ from apiflow.world.patterns import SafePattern, grading_pattern
 _DECODER = json.JSONDecoder()
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """One predicate's result: ``passed is None`` when the evidence cannot settle it."""
 
     passed: bool | None

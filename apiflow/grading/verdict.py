@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from apiflow.grading import predicates as g1
 from apiflow.grading.answer import Generation, compare, extract_card
@@ -33,8 +33,7 @@ NOT_RECEIVED = "value matches, but no response of this trial carried it (answer 
 Spec = AnswerFieldSpec | DataFlowSpec | NewResponseSpec | WorkspaceValueSpec
 
 
-@dataclass(frozen=True, slots=True)
-class PredicateResult:
+class PredicateResult(NamedTuple):
     """One graded predicate.
 
     Attributes:

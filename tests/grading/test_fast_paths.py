@@ -15,7 +15,7 @@ import pytest
 from apiflow.grading import live
 from apiflow.grading.answer import _normalise
 from apiflow.grading.diagnostics import checkpoint, constraint
-from apiflow.grading.evidence import Evidence, Exchange
+from apiflow.grading.evidence import Evidence, Exchange, task_text_of
 from apiflow.grading.predicates import url_regex
 from apiflow.grading.provenance import Received
 from apiflow.grading.spec import CheckpointSpec, ConstraintSpec
@@ -54,7 +54,11 @@ def _messages(rng: random.Random) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("seed", range(300))
 def test_abstention_shortcut_matches_the_pairing_replay(seed: int) -> None:
     messages = _messages(random.Random(seed))
-    assert live._abstention(messages) == abstention_in(messages)
+    abstention, calls = abstention_in(messages)
+    walked = live._calls(messages)
+    assert walked.made == calls
+    assert (abstention_in(messages)[0] if walked.abstaining else None) == abstention
+    assert walked.task_text == task_text_of(messages)
 
 
 BODIES: list[Any] = [
@@ -147,15 +151,18 @@ class _Response:
 )
 @pytest.mark.parametrize("response", [_Response(), None])
 def test_live_exchange_is_exchange_sent(request_: Any, response: Any) -> None:
-    for ref, cut in (("request:req-1/response:r", {"request:req-1/response:r": "prev…"}), (None, {})):
+    # The walk builds each exchange positionally; its preview is set afterwards (``_with_previews``).
+    for ref in ("request:req-1/response:r", None):
         sent = _Sent(request_, response, ref)
-        assert live._exchange(4, sent, cut) == Exchange.sent(
+        walked = live._exchanges([sent] * 5)
+        assert walked.exchanges[4] == Exchange.sent(
             4,
             request_ if isinstance(request_, dict) else {},
             status=response.status if response is not None else None,
             response_body=response.body if response is not None else None,
-            preview=cut.get(ref) if ref else None,
+            preview=None,
             network_error=sent.network_error,
             request_ref=sent.request_ref,
             response_ref=ref,
         )
+        assert walked.responses == (5 if response is not None else 0)
