@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from apiflow.grading.evidence import Evidence, Exchange, value_text
+from apiflow.grading.routes import url_regex
 from apiflow.grading.rules import RuleSet
 from apiflow.grading.spec import DataFlowSpec, NewResponseSpec, WorkspaceValueSpec
-from apiflow.world.patterns import SafePattern, grading_pattern
 
 _DECODER = json.JSONDecoder()
 
@@ -29,14 +29,6 @@ class Outcome(NamedTuple):
 
 
 PASS = Outcome(True)
-
-
-def url_regex(pattern: str) -> SafePattern:
-    """The compiled URL pattern (``re.search`` semantics, RE2: linear time, docs/design/061).
-
-    A pattern RE2 refuses (invalid, or backreferences/look-around) matches literally.
-    """
-    return grading_pattern(pattern)
 
 
 def leaves(value: Any) -> Iterator[Any]:
