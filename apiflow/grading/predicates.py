@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from apiflow.grading.evidence import Evidence, Exchange, value_text
+from apiflow.grading.evidence import UNKNOWN, Evidence, Exchange, value_text
 from apiflow.grading.routes import url_regex
 from apiflow.grading.rules import RuleSet
 from apiflow.grading.spec import DataFlowSpec, NewResponseSpec, WorkspaceValueSpec
@@ -43,17 +43,31 @@ def leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
+_CONTAINERS = (dict, list)
+
+
 def _find_any_depth(body: Any, key: str, found: list[Any]) -> bool:
+    """Whether ``key`` is a key at any depth of ``body``; the leaves under each hit go to ``found``.
+
+    Recurses only into containers (a scalar child cannot hold the key: no call for it), and a
+    scalar value under the key is appended as it is (what ``leaves`` would yield). Document order.
+    """
     hit = False
     if isinstance(body, dict):
         if key in body:
             hit = True
-            found.extend(leaves(body[key]))
+            value = body[key]
+            if isinstance(value, _CONTAINERS):
+                found.extend(leaves(value))
+            elif value is not None:
+                found.append(value)
         for item in body.values():
-            hit = _find_any_depth(item, key, found) or hit
+            if isinstance(item, _CONTAINERS) and _find_any_depth(item, key, found):
+                hit = True
     elif isinstance(body, list):
         for item in body:
-            hit = _find_any_depth(item, key, found) or hit
+            if isinstance(item, _CONTAINERS) and _find_any_depth(item, key, found):
+                hit = True
     return hit
 
 
@@ -119,6 +133,9 @@ def _carried(
     """(responses carrying the key, (exchange index, value) pairs, any unknown body matched)."""
     pattern = url_regex(spec.from_response_url_pattern)
     wanted = statuses(spec.from_status)
+    key = spec.from_body_key
+    dotted = rules.body_key == "dotted_path"
+    name = key.rsplit(".", 1)[-1]  # ``body_values``' any-depth key, split once per predicate
     carriers, unsure = 0, False
     values: list[tuple[int, Any]] = []
     for exchange in evidence.exchanges:
@@ -126,8 +143,10 @@ def _carried(
             continue
         if rules.seen_only and exchange.preview is not None:
             continue  # the agent never saw this body whole: it cannot be the value's source
-        if exchange.body_known:
-            hit, found = body_values(exchange.response_body, spec.from_body_key, rules)
+        body = exchange.response_body
+        if body is not UNKNOWN:  # ``body_values``, written out
+            found: list[Any] = []
+            hit = _find_path(body, key, found) if dotted else _find_any_depth(body, name, found)
         else:
             unsure = True
             preview_usable = rules.body_key == "last_segment_any_depth" and exchange.preview

@@ -16,7 +16,7 @@ from apiflow.grading import live
 from apiflow.grading.answer import _normalise
 from apiflow.grading.diagnostics import checkpoint, constraint
 from apiflow.grading.evidence import Evidence, Exchange, task_text_of
-from apiflow.grading.predicates import url_regex
+from apiflow.grading.predicates import _find_any_depth, leaves, url_regex
 from apiflow.grading.provenance import Received
 from apiflow.grading.spec import CheckpointSpec, ConstraintSpec
 from apiflow.grading.transcript import abstention_in
@@ -166,3 +166,37 @@ def test_live_exchange_is_exchange_sent(request_: Any, response: Any) -> None:
             response_ref=ref,
         )
         assert walked.responses == (5 if response is not None else 0)
+
+
+def _plain_any_depth(body: Any, key: str, found: list[Any]) -> bool:
+    """The walk ``_find_any_depth`` shortcuts: every child visited, leaves through ``leaves``."""
+    hit = False
+    if isinstance(body, dict):
+        if key in body:
+            hit = True
+            found.extend(leaves(body[key]))
+        for item in body.values():
+            hit = _plain_any_depth(item, key, found) or hit
+    elif isinstance(body, list):
+        for item in body:
+            hit = _plain_any_depth(item, key, found) or hit
+    return hit
+
+
+def _body(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth < 4 and roll < 0.3:
+        return {rng.choice("abk"): _body(rng, depth + 1) for _ in range(rng.randint(0, 4))}
+    if depth < 4 and roll < 0.45:
+        return [_body(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return rng.choice([None, 0, 1.5, True, "", "v", "k"])
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_any_depth_key_search_matches_the_plain_walk(seed: int) -> None:
+    rng = random.Random(seed)
+    body = _body(rng)
+    found: list[Any] = []
+    expected: list[Any] = []
+    assert _find_any_depth(body, "k", found) == _plain_any_depth(body, "k", expected)
+    assert found == expected and [type(v) for v in found] == [type(v) for v in expected]
