@@ -201,15 +201,16 @@ def data_flow(spec: DataFlowSpec, evidence: Evidence, rules: RuleSet, number: in
         )
         return Outcome(None if unsure else False, message)
     problems: list[str] = []
-    shown = _unique([v for _, v in values])
     target = spec.used_in_request_url_pattern
     if target:
         pattern = url_regex(target)
         targets = [e for e in evidence.exchanges if pattern.search(e.url)]
         if not _used_later(values, targets, rules):
             later = "later " if rules.used_in == "later" else ""
+            shown = _unique([v for _, v in values])  # only a failure message shows the values
             problems.append(f"{head}value(s) {shown!r} were not used in any {later}request to url~{target!r}")
     if spec.must_be_stored and not _stored(values, evidence, rules):
+        shown = _unique([v for _, v in values])
         problems.append(f"{head}value(s) {shown!r} were not stored in any workspace variable")
     if not problems:
         return PASS

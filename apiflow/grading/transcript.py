@@ -249,7 +249,13 @@ class _Builder:
         self.entities.setdefault(request_ref, request)
 
     def _read(self, args: dict[str, Any], text: str) -> None:
-        ref = parse_ref(args.get("entity_ref"))
+        given = args.get("entity_ref")
+        if type(given) is str and "response" not in given and "\\" not in given:
+            # Most reads are of the spec or a variable. A response ref names its kind in the text:
+            # ``response:…`` or ``"kind": "response"`` (only a JSON escape could hide it, and that
+            # needs a backslash), so this one is not, and ``parse_ref`` need not parse it.
+            return
+        ref = parse_ref(given)
         if not ref or ref[0] != "response":
             return
         position = self.by_response.get(ref[1])
