@@ -77,25 +77,8 @@ def _exchanges(log: Sequence[Any]) -> _Exchanges:
     return _Exchanges(built, responses, long)
 
 
-def _no_read_and_exact_pairing(messages: list[dict[str, Any]]) -> bool:
-    """True when no ``read`` was called and every turn's call ids are distinct (results pair exactly)."""
-    for message in messages:
-        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
-        if not isinstance(calls, list):
-            continue
-        ids: set[str] = set()
-        for call in calls:
-            if not isinstance(call, dict) or call.get("name") == "read":
-                return False
-            ident = call.get("id")
-            if not isinstance(ident, str) or ident in ids:
-                return False
-            ids.add(ident)
-    return True
-
-
 def _with_previews(
-    built: list[Exchange], long: list[tuple[int, str]] | None, messages: list[dict[str, Any]]
+    built: list[Exchange], long: list[tuple[int, str]] | None, messages: list[dict[str, Any]], plain: bool
 ) -> None:
     """Give each exchange the agent saw only through a cut preview that preview (in place).
 
@@ -106,7 +89,7 @@ def _with_previews(
     """
     if long == []:
         return
-    if long is not None and _no_read_and_exact_pairing(messages):
+    if long is not None and plain:
         for index, text in long:
             built[index] = built[index]._replace(preview=text[:PREVIEW_LIMIT] + _ELLIPSIS)
         return
@@ -120,7 +103,7 @@ def _with_previews(
 def _cut_previews(workspace: Any, messages: list[dict[str, Any]]) -> dict[str, str]:
     """Response ref -> cut preview, as ``evidence_from_workspace`` settles it (``cut_previews``'s equal)."""
     built, _, long = _exchanges(workspace.exchanges)
-    _with_previews(built, long, messages)
+    _with_previews(built, long, messages, _calls(messages).plain)
     return {e.response_ref: e.preview for e in built if e.response_ref and e.preview is not None}
 
 
@@ -130,6 +113,8 @@ class _Calls(NamedTuple):
     made: int
     abstaining: bool
     task_text: str
+    plain: bool
+    """No ``read`` call, and every turn's call ids distinct strings (then results pair with calls exactly)."""
 
 
 def _calls(messages: list[dict[str, Any]]) -> _Calls:
@@ -141,20 +126,33 @@ def _calls(messages: list[dict[str, Any]]) -> _Calls:
     """
     count = 0
     abstaining = False
+    plain = True
     texts: list[str] = []
     for message in messages:
         role = message.get("role")
         if role == "assistant":
             listed = message.get("tool_calls")
             if isinstance(listed, list):
+                ids: set[str] = set()
                 for call in listed:
                     if type(call) is dict or isinstance(call, dict):
                         count += 1
-                        if call.get("name") in _ABSTAINING:
+                        name = call.get("name")
+                        if name in _ABSTAINING:
                             abstaining = True
+                        elif name == "read":
+                            plain = False
+                        if plain:
+                            ident = call.get("id")
+                            if type(ident) is not str and not isinstance(ident, str) or ident in ids:
+                                plain = False
+                            else:
+                                ids.add(ident)
+                    else:
+                        plain = False
         elif role == "user":
             user_texts(message.get("content"), texts)
-    return _Calls(count, abstaining, "\n".join(texts))
+    return _Calls(count, abstaining, "\n".join(texts), plain)
 
 
 def evidence_from_workspace(workspace: Any, messages: Sequence[dict[str, Any]]) -> Evidence:
@@ -169,8 +167,9 @@ def evidence_from_workspace(workspace: Any, messages: Sequence[dict[str, Any]]) 
         the agent saw only through a cut preview keep that preview (``strict-1.0`` ignores them).
     """
     messages = [m for m in messages if type(m) is dict or isinstance(m, dict)]
+    calls, abstaining, task_text, plain = _calls(messages)
     built, responses, long = _exchanges(workspace.exchanges)
-    _with_previews(built, long, messages)
+    _with_previews(built, long, messages, plain)
     changed = workspace.changed_variables
     variables = {
         (scope, name): value for scope, name, value in workspace.variables() if (scope, name) in changed
@@ -180,7 +179,6 @@ def evidence_from_workspace(workspace: Any, messages: Sequence[dict[str, Any]]) 
         for key, entity in workspace.entities.items()
         if getattr(entity, "origin", "write") != "execute"
     }
-    calls, abstaining, task_text = _calls(messages)
     abstention = abstention_in(messages)[0] if abstaining else None
     text, reasoning = final_message(messages)
     return Evidence(

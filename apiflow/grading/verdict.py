@@ -252,8 +252,8 @@ def grade(
     total = len(results)
     partial = 0.0 if abstained else (n_passed / total if total else 1.0)
     explanation = _explanation(results, g1_ok, g2_ok, evidence)
-    cps = tuple(checkpoint(c, evidence) for c in checkpoints)
-    cons = tuple(constraint(c, evidence) for c in constraints)
+    cps = tuple([checkpoint(c, evidence) for c in checkpoints])
+    cons = tuple([constraint(c, evidence) for c in constraints])
     segments = segment_diagnostics(results)
     sub: dict[str, Any] = {
         "tool_call_count": evidence.tool_call_count,

@@ -51,6 +51,23 @@ def _messages(rng: random.Random) -> list[dict[str, Any]]:
     return messages
 
 
+def _plain_pairing(messages: list[dict[str, Any]]) -> bool:
+    """True when no ``read`` was called and every turn's call ids are distinct (results pair exactly)."""
+    for message in messages:
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if not isinstance(calls, list):
+            continue
+        ids: set[str] = set()
+        for call in calls:
+            if not isinstance(call, dict) or call.get("name") == "read":
+                return False
+            ident = call.get("id")
+            if not isinstance(ident, str) or ident in ids:
+                return False
+            ids.add(ident)
+    return True
+
+
 @pytest.mark.parametrize("seed", range(300))
 def test_abstention_shortcut_matches_the_pairing_replay(seed: int) -> None:
     messages = _messages(random.Random(seed))
@@ -59,6 +76,7 @@ def test_abstention_shortcut_matches_the_pairing_replay(seed: int) -> None:
     assert walked.made == calls
     assert (abstention_in(messages)[0] if walked.abstaining else None) == abstention
     assert walked.task_text == task_text_of(messages)
+    assert walked.plain == _plain_pairing(messages)
 
 
 BODIES: list[Any] = [
