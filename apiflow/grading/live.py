@@ -55,7 +55,16 @@ def _exchanges(log: Sequence[Any]) -> _Exchanges:
                     long.append((index, text))
         if status is not None:
             responses += 1
-        method, url = request.get("method"), request.get("url")
+        try:  # ``execute`` records every request with all four keys: subscripts, not four ``get`` calls
+            method, url, headers, request_body = (
+                request["method"],
+                request["url"],
+                request["headers"],
+                request["body"],
+            )
+        except KeyError:
+            method, url = request.get("method"), request.get("url")
+            headers, request_body = request.get("headers"), request.get("body")
         built.append(
             _tuple_new(
                 Exchange,
@@ -63,8 +72,8 @@ def _exchanges(log: Sequence[Any]) -> _Exchanges:
                     index,
                     method.upper() if isinstance(method, str) else "GET",
                     url if isinstance(url, str) else "",
-                    request.get("headers"),
-                    request.get("body"),
+                    headers,
+                    request_body,
                     status,
                     body,
                     None,
