@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Generation = Literal["original", "newer"]
 """Answer-comparison generation: the original grader, or the newer one (board update)."""
@@ -124,12 +123,14 @@ def extract_card(text: str, reasoning: str = "") -> dict[str, Any]:
     return card
 
 
-@dataclass(frozen=True, slots=True)
-class Comparison:
+class Comparison(NamedTuple):
     """Result of one comparator: ``reason`` says why it failed (``None`` on a pass)."""
 
     passed: bool
     reason: str | None = None
+
+
+_PASSED = Comparison(True)
 
 
 def _normalise(text: str) -> str:
@@ -145,18 +146,17 @@ def _as_text(value: Any) -> str:
 
 def compare_string(got: Any, expected: Any, generation: Generation = "original") -> Comparison:
     """Case- and separator-insensitive equality; ``None``, ``''``, objects and lists fail."""
-    fail = Comparison(False, f"{got!r} != expected {expected!r}")
     if got is None or isinstance(got, dict | list) or got == "":
-        return fail
+        return Comparison(False, f"{got!r} != expected {expected!r}")
     want = _normalise(_as_text(expected))
     have = _as_text(got)
     if want and _normalise(have) == want:
-        return Comparison(True)
+        return _PASSED
     if generation == "newer" and "(" in have:
         # The newer grader tolerates a parenthetical qualifier: "/v3/geofences (definitions)".
         if want and _normalise(_PARENTHETICAL.sub(" ", have)) == want:
-            return Comparison(True)
-    return fail
+            return _PASSED
+    return Comparison(False, f"{got!r} != expected {expected!r}")  # the message only when it fails
 
 
 def _to_float(value: Any) -> float | None:
@@ -182,7 +182,7 @@ def compare_numeric(got: Any, expected: Any, typed: bool = False) -> Comparison:
     if want is None:
         return Comparison(False, f"expected value {expected!r} is not numeric")
     if abs(have - want) <= NUMERIC_TOLERANCE:
-        return Comparison(True)
+        return _PASSED
     return Comparison(False, f"{have} != {want} (tol ±{NUMERIC_TOLERANCE})")
 
 
@@ -198,7 +198,7 @@ def compare_set(got: Any, expected: Any) -> Comparison:
     """Order-free set equality after tokenising both sides."""
     have, want = set_tokens(got), set_tokens(expected)
     if have == want:
-        return Comparison(True)
+        return _PASSED
     return Comparison(False, f"set {sorted(have)} != expected {sorted(want)}")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 Ending = Literal["answered", "no_answer", "clarify", "report_blocked", "limit"]
 AbstentionKind = Literal["clarify", "report_blocked"]
@@ -59,9 +59,12 @@ def _dumps(value: Any) -> str:
         return str(value)
 
 
-@dataclass(frozen=True, slots=True)
-class Exchange:
+class Exchange(NamedTuple):
     """One request the agent sent in this trial, and what came back.
+
+    A NamedTuple rather than a frozen dataclass: a trial builds one per request (a regrade one per
+    replayed execute), and a tuple is built in one step where the dataclass set each field through
+    ``object.__setattr__`` (docs/design/010, round four).
 
     Attributes:
         index: Position in send order (0-based); "later" means a larger index.
@@ -79,7 +82,7 @@ class Exchange:
         response_ref: The response entity ref, ``None`` on a network error.
     """
 
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index: the field is older than the tuple
     method: str
     url: str
     headers: Any
@@ -203,9 +206,13 @@ def task_text_of(messages: Any) -> str:
         # ``type(...) is dict`` first: the ABC check is ten times dearer and nearly every message is one.
         if not (type(message) is dict or isinstance(message, Mapping)) or message.get("role") != "user":
             continue
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts += [b["text"] for b in content if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+        user_texts(message.get("content"), parts)
     return "\n".join(parts)
+
+
+def user_texts(content: Any, parts: list[str]) -> None:
+    """Append the text of one user message's ``content`` (a string, or its text blocks) to ``parts``."""
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        parts += [b["text"] for b in content if isinstance(b, Mapping) and isinstance(b.get("text"), str)]

@@ -11,19 +11,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from apiflow.grading.evidence import Evidence, Exchange, value_text
+from apiflow.grading.evidence import UNKNOWN, Evidence, Exchange, value_text
+from apiflow.grading.routes import url_regex
 from apiflow.grading.rules import RuleSet
 from apiflow.grading.spec import DataFlowSpec, NewResponseSpec, WorkspaceValueSpec
-from apiflow.world.patterns import SafePattern, grading_pattern
 
 _DECODER = json.JSONDecoder()
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """One predicate's result: ``passed is None`` when the evidence cannot settle it."""
 
     passed: bool | None
@@ -31,14 +29,6 @@ class Outcome:
 
 
 PASS = Outcome(True)
-
-
-def url_regex(pattern: str) -> SafePattern:
-    """The compiled URL pattern (``re.search`` semantics, RE2: linear time, docs/design/061).
-
-    A pattern RE2 refuses (invalid, or backreferences/look-around) matches literally.
-    """
-    return grading_pattern(pattern)
 
 
 def leaves(value: Any) -> Iterator[Any]:
@@ -53,17 +43,31 @@ def leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
+_CONTAINERS = (dict, list)
+
+
 def _find_any_depth(body: Any, key: str, found: list[Any]) -> bool:
+    """Whether ``key`` is a key at any depth of ``body``; the leaves under each hit go to ``found``.
+
+    Recurses only into containers (a scalar child cannot hold the key: no call for it), and a
+    scalar value under the key is appended as it is (what ``leaves`` would yield). Document order.
+    """
     hit = False
     if isinstance(body, dict):
         if key in body:
             hit = True
-            found.extend(leaves(body[key]))
+            value = body[key]
+            if isinstance(value, _CONTAINERS):
+                found.extend(leaves(value))
+            elif value is not None:
+                found.append(value)
         for item in body.values():
-            hit = _find_any_depth(item, key, found) or hit
+            if isinstance(item, _CONTAINERS) and _find_any_depth(item, key, found):
+                hit = True
     elif isinstance(body, list):
         for item in body:
-            hit = _find_any_depth(item, key, found) or hit
+            if isinstance(item, _CONTAINERS) and _find_any_depth(item, key, found):
+                hit = True
     return hit
 
 
@@ -129,6 +133,9 @@ def _carried(
     """(responses carrying the key, (exchange index, value) pairs, any unknown body matched)."""
     pattern = url_regex(spec.from_response_url_pattern)
     wanted = statuses(spec.from_status)
+    key = spec.from_body_key
+    dotted = rules.body_key == "dotted_path"
+    name = key.rsplit(".", 1)[-1]  # ``body_values``' any-depth key, split once per predicate
     carriers, unsure = 0, False
     values: list[tuple[int, Any]] = []
     for exchange in evidence.exchanges:
@@ -136,8 +143,10 @@ def _carried(
             continue
         if rules.seen_only and exchange.preview is not None:
             continue  # the agent never saw this body whole: it cannot be the value's source
-        if exchange.body_known:
-            hit, found = body_values(exchange.response_body, spec.from_body_key, rules)
+        body = exchange.response_body
+        if body is not UNKNOWN:  # ``body_values``, written out
+            found: list[Any] = []
+            hit = _find_path(body, key, found) if dotted else _find_any_depth(body, name, found)
         else:
             unsure = True
             preview_usable = rules.body_key == "last_segment_any_depth" and exchange.preview
@@ -192,15 +201,16 @@ def data_flow(spec: DataFlowSpec, evidence: Evidence, rules: RuleSet, number: in
         )
         return Outcome(None if unsure else False, message)
     problems: list[str] = []
-    shown = _unique([v for _, v in values])
     target = spec.used_in_request_url_pattern
     if target:
         pattern = url_regex(target)
         targets = [e for e in evidence.exchanges if pattern.search(e.url)]
         if not _used_later(values, targets, rules):
             later = "later " if rules.used_in == "later" else ""
+            shown = _unique([v for _, v in values])  # only a failure message shows the values
             problems.append(f"{head}value(s) {shown!r} were not used in any {later}request to url~{target!r}")
     if spec.must_be_stored and not _stored(values, evidence, rules):
+        shown = _unique([v for _, v in values])
         problems.append(f"{head}value(s) {shown!r} were not stored in any workspace variable")
     if not problems:
         return PASS

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from apiflow.grading.answer import set_tokens
-from apiflow.grading.evidence import Evidence
+from apiflow.grading.evidence import UNKNOWN, Evidence
 from apiflow.grading.predicates import leaves
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
@@ -91,15 +91,10 @@ class Received:
 
 def received(evidence: Evidence) -> Received:
     """The values the trial's responses (and its task text) carried."""
-    bodies: list[Any] = []
-    unknown = False
-    for exchange in evidence.exchanges:
-        if not exchange.has_response:
-            continue
-        if not exchange.body_known:
-            unknown = True
-            continue
-        bodies.append(exchange.response_body)
+    bodies = [e.response_body for e in evidence.exchanges if e.status is not None]  # has_response
+    unknown = UNKNOWN in bodies  # no body equals the marker but the marker itself
+    if unknown:
+        bodies = [body for body in bodies if body is not UNKNOWN]
     return Received(bodies, evidence.task_text, unknown)
 
 

@@ -70,8 +70,7 @@ def spec_from_published(entry: Mapping[str, Any]) -> Spec:
         segment=entry.get("segment", detail.get("segment")),
     )
     # Every trial of a task repeats the same predicates: validate each distinct one once per process.
-    # The memo key is the repr (exact for NaN and big integers, unlike a JSON dump).
-    key = (kind, repr(values))
+    key = _memo_key(kind, values)
     spec = _MEMO.get(key)
     if spec is None:
         if len(_MEMO) >= _MEMO_SIZE:
@@ -80,8 +79,23 @@ def spec_from_published(entry: Mapping[str, Any]) -> Spec:
     return spec
 
 
-_MEMO: dict[tuple[str, str], Spec] = {}
+_MEMO: dict[tuple[Any, ...], Spec] = {}
 _MEMO_SIZE = 8192
+
+
+def _memo_key(kind: str, values: dict[str, Any]) -> tuple[Any, ...]:
+    """An exact key for ``values``: names in order, each string as itself, anything else as its repr.
+
+    Equal keys mean equal specs: strings compare exactly, and a repr tells apart what equality does
+    not (``1``, ``1.0`` and ``True``; ``0.0`` and ``-0.0``; NaN equals itself). A non-string value is
+    wrapped in a 1-tuple, so it never meets a string. Hashing the strings as they are costs a third of
+    the ``repr`` of the whole dict the key used to be (the ``explain`` texts are most of it).
+    """
+    key: list[Any] = [kind]
+    for name, value in values.items():
+        key.append(name)
+        key.append(value if type(value) is str else (repr(value),))
+    return tuple(key)
 
 
 def _build(kind: str, values: dict[str, Any], label: str) -> Spec:

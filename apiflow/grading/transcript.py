@@ -10,8 +10,9 @@ response entity, which carry the full body.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from apiflow.grading.answer import final_message
 from apiflow.grading.evidence import (
@@ -20,25 +21,12 @@ from apiflow.grading.evidence import (
     Ending,
     Evidence,
     Exchange,
-    task_text_of,
+    user_texts,
 )
 from apiflow.grading.refs import loads_json, loads_maybe, parse_ref, ref_key, request_id, response_id
 
 PREVIEW_LIMIT = 600
 _ELLIPSIS = "…"
-
-
-@dataclass(slots=True)
-class _Pending:
-    """An exchange under construction (its body may still be revealed by a ``read``)."""
-
-    request: dict[str, Any]
-    status: int | None
-    body: Any
-    preview: str | None
-    network_error: str | None
-    request_ref: str
-    response_ref: str | None
 
 
 def _take(waiting: list[dict[str, Any]], result: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -123,48 +111,97 @@ def abstention_in(messages: list[dict[str, Any]]) -> tuple[Abstention | None, in
     return found, calls
 
 
+_tuple_new = tuple.__new__
+"""``Exchange(...)`` without its Python-level ``__new__`` frame (fields in ``Exchange``'s order)."""
+
+
 class _Builder:
-    """Replays the tool results of one transcript into workspace-like state."""
+    """Replays the tool results of one transcript into workspace-like state.
+
+    An exchange is built once, when its ``execute`` result is replayed; a later ``read`` that
+    reveals a cut body replaces it (``_replace``): rare, against one build per request.
+    """
 
     def __init__(self) -> None:
-        self.pending: list[_Pending] = []
-        self.by_response: dict[str, _Pending] = {}
+        self.exchanges: list[Exchange] = []
+        self.by_response: dict[str, int] = {}  # response id -> position in ``exchanges``
         self.entities: dict[str, Any] = {}
         self.variables: dict[tuple[str, str], Any] = {}
         self.written: set[str] = set()
         self.abstention: Abstention | None = None
         self.tool_calls = 0
+        self.responses = 0
+        self.task_texts: list[str] = []  # the task text, gathered on the same walk
+
+    def replay(self, messages: list[dict[str, Any]]) -> None:
+        """Feed every tool call with its result, exactly as ``_tool_calls`` pairs them.
+
+        The pairing is written out here (a regrade replays every call of every file): a result
+        that answers the first waiting call by id, the common case, takes it without a search.
+        """
+        waiting: list[dict[str, Any]] = []
+        for message in messages:
+            role = message.get("role")
+            if role == "tool":
+                if not waiting:
+                    continue  # nothing to answer
+                call_id = message.get("tool_call_id")
+                if call_id is not None and waiting[0].get("id") == call_id:
+                    call = waiting.pop(0)
+                else:
+                    found = _take(waiting, message)
+                    if found is None:
+                        continue
+                    call = found
+                self.feed(call, message)
+            elif role == "assistant":
+                self.tool_calls += len(waiting)  # unanswered: counted, nothing else
+                calls = message.get("tool_calls")
+                waiting = [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+            elif role == "user":
+                user_texts(message.get("content"), self.task_texts)
+        self.tool_calls += len(waiting)
 
     def feed(self, call: dict[str, Any], result: dict[str, Any] | None) -> None:
+        """One tool call and its result message (``None``: unanswered)."""
         self.tool_calls += 1
-        text = _result_text(result) if result is not None else None
+        if result is None:
+            return
+        content = result.get("content")
+        if result.get("error"):
+            return
+        text = content if type(content) is str else _result_text(result)
         if text is None:
             return
         name = call.get("name")
         handler = _HANDLERS.get(name) if isinstance(name, str) else None
         if handler is not None:
-            handler(self, _arguments(call), text)
+            args = call.get("arguments")
+            handler(self, args if type(args) is dict else _arguments(call), text)
         elif name in ("clarify", "report_blocked") and self.abstention is None:
             self.abstention = _abstention(name, text)
 
     def _sent_request(self, args: dict[str, Any]) -> dict[str, Any]:
         if "request" in args:
-            request = loads_maybe(args["request"])
+            request = args["request"]
+            if type(request) is not dict:
+                request = loads_maybe(request)
             return request if isinstance(request, dict) else {}
         target = parse_ref(args.get("target"))
         content = self.entities.get(ref_key(*target)) if target else None
         return dict(content) if isinstance(content, dict) else {}
 
     def _execute(self, args: dict[str, Any], text: str) -> None:
-        result = loads_maybe(text)
-        if not isinstance(result, dict):
+        result = _loads_object(text)
+        if result is None:
             return
         request = self._sent_request(args)
         if "response_ref" in result:
             body, preview = _preview_body(result.get("body_preview"))
             ref = str(result["response_ref"])
             status = result.get("status")
-            item = _Pending(
+            self.by_response[response_id(ref)] = len(self.exchanges)
+            self._sent(
                 request,
                 status if isinstance(status, int) else None,
                 body,
@@ -173,27 +210,64 @@ class _Builder:
                 f"request:{request_id(ref)}",
                 ref,
             )
-            self.by_response[response_id(ref)] = item
         elif isinstance(result.get("error"), str) and "request_ref" in result:
-            ref = str(result["request_ref"])
-            item = _Pending(request, None, None, None, result["error"], ref, None)
-        else:
-            return
-        self.pending.append(item)
+            self._sent(request, None, None, None, result["error"], str(result["request_ref"]), None)
+
+    def _sent(
+        self,
+        request: dict[str, Any],
+        status: int | None,
+        body: Any,
+        preview: str | None,
+        network_error: str | None,
+        request_ref: str,
+        response_ref: str | None,
+    ) -> None:
+        """Record one exchange as ``Exchange.sent`` builds it (its normalisation written out)."""
+        method, url = request.get("method"), request.get("url")
+        if status is not None:
+            self.responses += 1
+        self.exchanges.append(
+            _tuple_new(
+                Exchange,
+                (
+                    len(self.exchanges),
+                    method.upper() if isinstance(method, str) else "GET",
+                    url if isinstance(url, str) else "",
+                    request.get("headers"),
+                    request.get("body"),
+                    status,
+                    body,
+                    preview,
+                    network_error,
+                    request_ref,
+                    response_ref,
+                ),
+            )
+        )
         # An inline execute creates a request entity later executions may target.
-        self.entities.setdefault(item.request_ref, request)
+        self.entities.setdefault(request_ref, request)
 
     def _read(self, args: dict[str, Any], text: str) -> None:
-        ref = parse_ref(args.get("entity_ref"))
+        given = args.get("entity_ref")
+        if type(given) is str and "response" not in given and "\\" not in given:
+            # Most reads are of the spec or a variable. A response ref names its kind in the text:
+            # ``response:…`` or ``"kind": "response"`` (only a JSON escape could hide it, and that
+            # needs a backslash), so this one is not, and ``parse_ref`` need not parse it.
+            return
+        ref = parse_ref(given)
         if not ref or ref[0] != "response":
             return
-        item = self.by_response.get(ref[1])
-        if item is None or item.body is not UNKNOWN:
+        position = self.by_response.get(ref[1])
+        if position is None:
+            return
+        item = self.exchanges[position]
+        if item.response_body is not UNKNOWN:
             return
         payload = loads_maybe(text)
         content = payload.get("content") if isinstance(payload, dict) else None
         if isinstance(content, dict) and "body" in content:
-            item.body, item.preview = content["body"], None
+            self.exchanges[position] = item._replace(response_body=content["body"], preview=None)
 
     def _write(self, args: dict[str, Any], text: str) -> None:
         ref = parse_ref(args.get("entity_ref"))
@@ -219,9 +293,6 @@ class _Builder:
         self.entities[key] = {**(current if isinstance(current, dict) else {}), **patch}
         self.written.add(key)
 
-    def exchanges(self) -> tuple[Exchange, ...]:
-        return tuple(_freeze(i, item) for i, item in enumerate(self.pending))
-
 
 # The tools whose results change the evidence (the others only count as calls).
 _HANDLERS = {
@@ -232,18 +303,17 @@ _HANDLERS = {
 }
 
 
-def _freeze(index: int, item: _Pending) -> Exchange:
-    """``Exchange.sent`` of one replayed exchange."""
-    return Exchange.sent(
-        index,
-        item.request,
-        item.status,
-        item.body,
-        item.preview,
-        item.network_error,
-        item.request_ref,
-        item.response_ref,
-    )
+def _loads_object(text: str) -> dict[str, Any] | None:
+    """``loads_maybe(text)`` when that is an object, else ``None``; orjson straight on the text first.
+
+    JSON allows the whitespace ``loads_maybe`` strips, so when the text parses as it is, stripping
+    changes nothing; only when it does not (or is not an object) does the general path run.
+    """
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        value = loads_maybe(text)
+    return value if isinstance(value, dict) else None
 
 
 def ending_of(messages: list[dict[str, Any]], abstention: Abstention | None, text: str) -> Ending:
@@ -259,9 +329,8 @@ def ending_of(messages: list[dict[str, Any]], abstention: Abstention | None, tex
 def cut_previews(messages: list[dict[str, Any]]) -> dict[str, str]:
     """Response ref -> cut preview, for responses the agent saw only through a cut preview."""
     builder = _Builder()
-    for call, result in _tool_calls(messages):
-        builder.feed(call, result)
-    return {p.response_ref: p.preview for p in builder.pending if p.response_ref and p.preview is not None}
+    builder.replay(messages)
+    return {e.response_ref: e.preview for e in builder.exchanges if e.response_ref and e.preview is not None}
 
 
 def evidence_from_transcript(trial_json: Mapping[str, Any]) -> Evidence:
@@ -274,11 +343,10 @@ def evidence_from_transcript(trial_json: Mapping[str, Any]) -> Evidence:
         The evidence; responses seen only through a cut preview and never read have
         ``response_body`` ``UNKNOWN``.
     """
-    messages = [m for m in trial_json.get("messages") or () if isinstance(m, dict)]
+    messages = [m for m in trial_json.get("messages") or () if type(m) is dict or isinstance(m, dict)]
     builder = _Builder()
-    for call, result in _tool_calls(messages):
-        builder.feed(call, result)
-    exchanges = builder.exchanges()
+    builder.replay(messages)
+    exchanges = tuple(builder.exchanges)
     text, reasoning = final_message(messages)
     return Evidence(
         exchanges=exchanges,
@@ -289,7 +357,7 @@ def evidence_from_transcript(trial_json: Mapping[str, Any]) -> Evidence:
         abstention=builder.abstention,
         ending=ending_of(messages, builder.abstention, text),
         tool_call_count=builder.tool_calls,
-        new_response_count=sum(1 for e in exchanges if e.has_response),
+        new_response_count=builder.responses,
         new_variable_count=len(builder.variables),
-        task_text=task_text_of(messages),
+        task_text="\n".join(builder.task_texts),
     )

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from apiflow.grading import predicates as g1
 from apiflow.grading.answer import Generation, compare, extract_card
-from apiflow.grading.diagnostics import Tagged, checkpoint, constraint, segment_diagnostics
+from apiflow.grading.diagnostics import checkpoint, constraint, segment_diagnostics
 from apiflow.grading.evidence import Evidence
 from apiflow.grading.provenance import Received, answer_carried, received
 from apiflow.grading.rules import RuleSet, rule_set
@@ -33,8 +33,7 @@ NOT_RECEIVED = "value matches, but no response of this trial carried it (answer 
 Spec = AnswerFieldSpec | DataFlowSpec | NewResponseSpec | WorkspaceValueSpec
 
 
-@dataclass(frozen=True, slots=True)
-class PredicateResult:
+class PredicateResult(NamedTuple):
     """One graded predicate.
 
     Attributes:
@@ -189,12 +188,13 @@ def evaluate(
     card = extract_card(evidence.answer_text, evidence.answer_reasoning)
     numbers: dict[str, int] = {}
     seen = received(evidence) if rules.answers_received else None
-    return tuple(
-        _answer(p, card, generation, rules.typed_numbers, seen)
-        if isinstance(p, AnswerFieldSpec)
-        else _state(p, evidence, rules, numbers)
-        for p in predicates
-    )
+    results: list[PredicateResult] = []
+    for p in predicates:
+        if isinstance(p, AnswerFieldSpec):
+            results.append(_answer(p, card, generation, rules.typed_numbers, seen))
+        else:
+            results.append(_state(p, evidence, rules, numbers))
+    return tuple(results)
 
 
 def _explanation(results: Sequence[PredicateResult], g1_ok: bool, g2_ok: bool, evidence: Evidence) -> str:
@@ -238,17 +238,23 @@ def grade(
     """
     ruleset = rule_set(rules)
     results = evaluate(predicates, evidence, ruleset, generation)
-    g1_ok = all(r.passed is True for r in results if r.group == "G1")
-    g2_ok = all(r.passed is True for r in results if r.group == "G2")
+    g1_ok = g2_ok = True
+    n_passed = 0
+    for r in results:
+        if r.passed is True:
+            n_passed += 1
+        elif r.group == "G1":
+            g1_ok = False
+        elif r.group == "G2":
+            g2_ok = False
     abstained = evidence.abstained
     passed = g1_ok and g2_ok and abstained is None
-    n_passed = sum(r.passed is True for r in results)
     total = len(results)
     partial = 0.0 if abstained else (n_passed / total if total else 1.0)
     explanation = _explanation(results, g1_ok, g2_ok, evidence)
-    cps = tuple(checkpoint(c, evidence) for c in checkpoints)
-    cons = tuple(constraint(c, evidence) for c in constraints)
-    segments = segment_diagnostics([Tagged(r.segment, r.group, r.passed is True) for r in results])
+    cps = tuple([checkpoint(c, evidence) for c in checkpoints])
+    cons = tuple([constraint(c, evidence) for c in constraints])
+    segments = segment_diagnostics(results)
     sub: dict[str, Any] = {
         "tool_call_count": evidence.tool_call_count,
         "new_response_count": evidence.new_response_count,

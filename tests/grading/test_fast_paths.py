@@ -15,8 +15,8 @@ import pytest
 from apiflow.grading import live
 from apiflow.grading.answer import _normalise
 from apiflow.grading.diagnostics import checkpoint, constraint
-from apiflow.grading.evidence import Evidence, Exchange
-from apiflow.grading.predicates import url_regex
+from apiflow.grading.evidence import Evidence, Exchange, task_text_of
+from apiflow.grading.predicates import _find_any_depth, leaves, url_regex
 from apiflow.grading.provenance import Received
 from apiflow.grading.spec import CheckpointSpec, ConstraintSpec
 from apiflow.grading.transcript import abstention_in
@@ -51,10 +51,32 @@ def _messages(rng: random.Random) -> list[dict[str, Any]]:
     return messages
 
 
+def _plain_pairing(messages: list[dict[str, Any]]) -> bool:
+    """True when no ``read`` was called and every turn's call ids are distinct (results pair exactly)."""
+    for message in messages:
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if not isinstance(calls, list):
+            continue
+        ids: set[str] = set()
+        for call in calls:
+            if not isinstance(call, dict) or call.get("name") == "read":
+                return False
+            ident = call.get("id")
+            if not isinstance(ident, str) or ident in ids:
+                return False
+            ids.add(ident)
+    return True
+
+
 @pytest.mark.parametrize("seed", range(300))
 def test_abstention_shortcut_matches_the_pairing_replay(seed: int) -> None:
     messages = _messages(random.Random(seed))
-    assert live._abstention(messages) == abstention_in(messages)
+    abstention, calls = abstention_in(messages)
+    walked = live._calls(messages)
+    assert walked.made == calls
+    assert (abstention_in(messages)[0] if walked.abstaining else None) == abstention
+    assert walked.task_text == task_text_of(messages)
+    assert walked.plain == _plain_pairing(messages)
 
 
 BODIES: list[Any] = [
@@ -147,15 +169,52 @@ class _Response:
 )
 @pytest.mark.parametrize("response", [_Response(), None])
 def test_live_exchange_is_exchange_sent(request_: Any, response: Any) -> None:
-    for ref, cut in (("request:req-1/response:r", {"request:req-1/response:r": "prev…"}), (None, {})):
+    # The walk builds each exchange positionally; its preview is set afterwards (``_with_previews``).
+    for ref in ("request:req-1/response:r", None):
         sent = _Sent(request_, response, ref)
-        assert live._exchange(4, sent, cut) == Exchange.sent(
+        walked = live._exchanges([sent] * 5)
+        assert walked.exchanges[4] == Exchange.sent(
             4,
             request_ if isinstance(request_, dict) else {},
             status=response.status if response is not None else None,
             response_body=response.body if response is not None else None,
-            preview=cut.get(ref) if ref else None,
+            preview=None,
             network_error=sent.network_error,
             request_ref=sent.request_ref,
             response_ref=ref,
         )
+        assert walked.responses == (5 if response is not None else 0)
+
+
+def _plain_any_depth(body: Any, key: str, found: list[Any]) -> bool:
+    """The walk ``_find_any_depth`` shortcuts: every child visited, leaves through ``leaves``."""
+    hit = False
+    if isinstance(body, dict):
+        if key in body:
+            hit = True
+            found.extend(leaves(body[key]))
+        for item in body.values():
+            hit = _plain_any_depth(item, key, found) or hit
+    elif isinstance(body, list):
+        for item in body:
+            hit = _plain_any_depth(item, key, found) or hit
+    return hit
+
+
+def _body(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth < 4 and roll < 0.3:
+        return {rng.choice("abk"): _body(rng, depth + 1) for _ in range(rng.randint(0, 4))}
+    if depth < 4 and roll < 0.45:
+        return [_body(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return rng.choice([None, 0, 1.5, True, "", "v", "k"])
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_any_depth_key_search_matches_the_plain_walk(seed: int) -> None:
+    rng = random.Random(seed)
+    body = _body(rng)
+    found: list[Any] = []
+    expected: list[Any] = []
+    assert _find_any_depth(body, "k", found) == _plain_any_depth(body, "k", expected)
+    assert found == expected and [type(v) for v in found] == [type(v) for v in expected]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apiflow.grading import AnswerFieldSpec, DataFlowSpec, NewResponseSpec, WorkspaceValueSpec
-from apiflow.grading.published import PublishedSpecError, generation_of, spec_from_published
+from apiflow.grading.published import _MEMO, PublishedSpecError, generation_of, spec_from_published
 from apiflow.grading.refs import loads_maybe, parse_ref
 
 
@@ -113,3 +113,19 @@ def test_loads_maybe_keeps_non_json_text_and_reads_nan() -> None:
     assert loads_maybe("{not json") == "{not json"
     assert loads_maybe('{"a": NaN}')["a"] != loads_maybe('{"a": NaN}')["a"]  # NaN via the stdlib fallback
     assert loads_maybe({"a": 1}) == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    "first, second", [(1, 1.0), (1, True), (0.0, -0.0), ("1", 1), ("a", ["a"]), ("x", "x ")]
+)
+def test_the_spec_memo_tells_apart_what_equality_does_not(first: object, second: object) -> None:
+    def entry(expected: object) -> dict:
+        detail = {"field": "n", "expected": expected, "comparator": "string"}
+        return {"label": "answer.n", "key": "answer_schema.n", "group": "G2", "segment": 1, "detail": detail}
+
+    _MEMO.clear()
+    alone = spec_from_published(entry(second))
+    _MEMO.clear()
+    spec_from_published(entry(first))
+    after_first = spec_from_published(entry(second))  # a loose key would hand back the first spec
+    assert repr(after_first.expected) == repr(alone.expected)

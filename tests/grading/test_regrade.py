@@ -214,12 +214,6 @@ def test_malformed_and_cut_transcripts_never_raise() -> None:
             _passed({**trial, "messages": messages})
 
 
-def _pending(request: dict, status: int | None = 200) -> object:
-    from apiflow.grading.transcript import _Pending
-
-    return _Pending(request, status, {"id": 1}, None, None, "request:req-1", "request:req-1/response:resp-1")
-
-
 @pytest.mark.parametrize(
     "request_content",
     [
@@ -233,9 +227,13 @@ def test_replayed_exchange_is_exchange_sent(request_content: dict) -> None:
     # The replay writes Exchange.sent's normalisation out positionally (one call per exchange); it must
     # build the very exchange Exchange.sent builds, for odd requests too.
     from apiflow.grading.evidence import Exchange
-    from apiflow.grading.transcript import _freeze
+    from apiflow.grading.transcript import _Builder
 
-    item = _pending(request_content)
+    builder = _Builder()
+    for _ in range(4):
+        builder._sent(
+            request_content, 200, {"id": 1}, None, None, "request:req-1", "request:req-1/response:resp-1"
+        )
     expected = Exchange.sent(
         3,
         request_content,
@@ -246,27 +244,45 @@ def test_replayed_exchange_is_exchange_sent(request_content: dict) -> None:
         request_ref="request:req-1",
         response_ref="request:req-1/response:resp-1",
     )
-    assert _freeze(3, item) == expected  # type: ignore[arg-type]
+    assert builder.exchanges[3] == expected
+    assert builder.responses == 4
 
 
-def test_every_fixture_exchange_is_exchange_sent() -> None:
-    from apiflow.grading.evidence import Exchange
-    from apiflow.grading.transcript import _Builder, _freeze, _tool_calls
+def _shuffled(messages: list, rng: random.Random) -> list:
+    """The fixture's messages with some ids, names and results dropped, repeated or moved."""
+    messages = copy.deepcopy(messages)
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            if rng.random() < 0.1:
+                call["id"] = rng.choice([None, "dup"])
+        if message.get("role") == "tool" and rng.random() < 0.1:
+            message["tool_call_id"] = rng.choice([None, "dup", "missing"])
+    if messages and rng.random() < 0.5:
+        messages.insert(rng.randrange(len(messages)), messages.pop(rng.randrange(len(messages))))
+    return messages
 
-    seen = 0
+
+def test_replay_pairs_results_as_the_plain_pairing_does() -> None:
+    # ``_Builder.replay`` writes the pairing of ``_tool_calls`` out inline: same pairs, same order,
+    # and every unanswered call counted.
+    from apiflow.grading.transcript import _Builder, _tool_calls
+
+    class Recording(_Builder):
+        def feed(self, call: dict, result: dict | None) -> None:
+            fed.append((call, result))
+            super().feed(call, result)
+
+    rng = random.Random(11)
     for path in sorted(FIXTURES.glob("*/*.json")):
-        builder = _Builder()
-        for call, result in _tool_calls(load(path)["messages"]):
-            builder.feed(call, result)
-        for i, item in enumerate(builder.pending):
-            outcome = {
-                "status": item.status,
-                "response_body": item.body,
-                "preview": item.preview,
-                "network_error": item.network_error,
-                "request_ref": item.request_ref,
-                "response_ref": item.response_ref,
-            }
-            assert _freeze(i, item) == Exchange.sent(i, item.request, **outcome)
-            seen += 1
-    assert seen > 400  # every fixture's executes (about ten a trial)
+        for variant in range(4):
+            messages = load(path)["messages"]
+            if variant:
+                messages = _shuffled(messages, rng)
+            fed: list = []
+            builder = Recording()
+            builder.replay(messages)
+            pairs = list(_tool_calls(messages))
+            answered = [(c, r) for c, r in pairs if r is not None]
+            assert len(fed) == len(answered)
+            assert all(a[0] is b[0] and a[1] is b[1] for a, b in zip(fed, answered, strict=True))
+            assert builder.tool_calls == len(pairs)

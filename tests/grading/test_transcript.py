@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from apiflow.grading import UNKNOWN, evidence_from_transcript
 
 from .helpers import Script
@@ -142,3 +144,28 @@ def test_repeated_or_missing_call_ids_fall_back_to_the_tool_name() -> None:
     ]
     ev = evidence_from_transcript({"messages": messages})
     assert [e.url for e in ev.exchanges] == ["/v3/one"] and dict(ev.variables) == {("local", "x"): 1}
+
+
+@pytest.mark.parametrize(
+    "entity_ref",
+    [
+        '{"kind": "response", "id": "resp-00000001"}',
+        '{"kind": "resp\\u006fnse", "id": "resp-00000001"}',  # the kind hidden behind a JSON escape
+        "request:req-000001/response:resp-00000001",
+        '"response:resp-00000001"',
+    ],
+)
+def test_a_read_reveals_a_cut_body_whatever_the_ref_encoding(entity_ref: str) -> None:
+    s = Script()
+    ref = s.execute({"url": "/openapi.json"}, preview="{" + "x" * 599 + "…")
+    s.read_response(ref, {"full": True})
+    s.messages[-2]["tool_calls"][0]["arguments"]["entity_ref"] = entity_ref
+    assert s.evidence().exchanges[0].response_body == {"full": True}
+
+
+def test_a_read_of_another_entity_reveals_nothing() -> None:
+    s = Script()
+    ref = s.execute({"url": "/openapi.json"}, preview="{" + "x" * 599 + "…")
+    s.read_response(ref, {"full": True})
+    s.messages[-2]["tool_calls"][0]["arguments"]["entity_ref"] = "variable:resp-00000001"
+    assert s.evidence().exchanges[0].response_body is UNKNOWN
