@@ -79,7 +79,8 @@ class CanaryReader:
         self._re = _literal_pattern(tuple(sorted(sorted(learned), key=len, reverse=True)))
 
     def _swap(self, text: str) -> str:
-        return self._re.sub(lambda m: self._learned[m.group(0)], text)
+        learned = self._learned
+        return self._re.sub(lambda m: learned[m[0]], text)
 
     def apply(self, value: Any) -> Any:
         """``value`` (a string or JSON arguments) with the learned forms swapped in."""
