@@ -149,7 +149,24 @@ class TurnIntake:
         output = raw
         if not same:
             output = ModelOutput(text, reasoning, tuple(calls), raw.usage, raw.provider_cost_usd, raw.retries)
-        output = self._accounting(output)
+        u = output.usage  # clean counts, no cost, no retries: nothing for _accounting to repair
+        if not (
+            output.provider_cost_usd is None
+            and type(output.retries) is tuple
+            and not output.retries
+            and type(u) is Usage
+            and type(u.input) is int
+            and type(u.output) is int
+            and type(u.cache_read) is int
+            and type(u.cache_write) is int
+            and type(u.reasoning) is int
+            and 0 <= u.input <= USAGE_TOKENS
+            and 0 <= u.output <= USAGE_TOKENS
+            and 0 <= u.cache_read <= USAGE_TOKENS
+            and 0 <= u.cache_write <= USAGE_TOKENS
+            and 0 <= u.reasoning <= USAGE_TOKENS
+        ):
+            output = self._accounting(output)
         recorded = len(calls)
         runnable = recorded if recorded < TURN_TOOL_CALLS else TURN_TOOL_CALLS
         return CheckedTurn(
@@ -313,22 +330,7 @@ class TurnIntake:
     # -- usage, cost, retries --------------------------------------------------------------------
 
     def _accounting(self, output: ModelOutput) -> ModelOutput:
-        if output.provider_cost_usd is None and type(output.retries) is tuple and not output.retries:
-            u = output.usage  # the common case: clean counts (_clean_usage's test), no cost, no retries
-            if (
-                type(u) is Usage
-                and type(u.input) is int
-                and type(u.output) is int
-                and type(u.cache_read) is int
-                and type(u.cache_write) is int
-                and type(u.reasoning) is int
-                and 0 <= u.input <= USAGE_TOKENS
-                and 0 <= u.output <= USAGE_TOKENS
-                and 0 <= u.cache_read <= USAGE_TOKENS
-                and 0 <= u.cache_write <= USAGE_TOKENS
-                and 0 <= u.reasoning <= USAGE_TOKENS
-            ):
-                return output
+        """The turn with its usage, cost and retries repaired (``check`` passes over clean ones)."""
         usage = _clean_usage(output.usage)
         cost = output.provider_cost_usd
         if cost is not None and (
