@@ -169,9 +169,8 @@ class TurnIntake:
             output = self._accounting(output)
         recorded = len(calls)
         runnable = recorded if recorded < TURN_TOOL_CALLS else TURN_TOOL_CALLS
-        return CheckedTurn(
-            output, tuple(run_arguments), runnable, chars, len(raw_calls) - recorded, tuple(scans)
-        )
+        dropped = 0 if same else len(raw_calls) - recorded  # the same turn kept every call
+        return CheckedTurn(output, tuple(run_arguments), runnable, chars, dropped, tuple(scans))
 
     def _calls(
         self, raw_calls: tuple[Any, ...] | list[Any], chars: int, budget: int

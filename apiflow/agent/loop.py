@@ -235,10 +235,13 @@ class _Loop:
                     blocks.append({"type": "text", "text": output.text})
                 message: dict[str, Any] = {"role": "assistant", "content": blocks}
                 calls = output.tool_calls
-                if calls:
+                if calls[1:]:
                     message["tool_calls"] = [
                         {"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls
                     ]
+                elif calls:  # one call, the usual turn: its list without a comprehension's call
+                    c = calls[0]
+                    message["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}]
                 messages.append(message)
                 self.transcript_chars += turn.chars
                 if not calls and not turn.dropped:
