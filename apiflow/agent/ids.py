@@ -39,8 +39,13 @@ def input_bounds() -> dict[str, int]:
     return {**TOOL_BOUNDS, **TURN_BOUNDS, "name_chars": NAME_CHARS, "usage_tokens": USAGE_TOKENS}
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+"""What ``json.dumps(..., sort_keys=True, separators=(",", ":"))`` builds on every call, built once
+(four digests per trial; the encoder holds no state between calls)."""
+
+
 def _digest(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return hashlib.sha256(_ENCODER.encode(parts).encode()).hexdigest()
 
 
 def derived_seed(purpose: str, seed: int, task_id: str, epoch: int) -> int:

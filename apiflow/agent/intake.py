@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from apiflow.models.base import ModelOutput, ToolCall, Usage
 from apiflow.tools.limits import ARGUMENT_CHARS, LimitError, NotJson, Scan, preview, scan, writable_text
@@ -84,9 +84,9 @@ class InputLog:
             self.repairs[name] = self.repairs.get(name, 0) + count
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedTurn:
-    """One turn after intake.
+class CheckedTurn(NamedTuple):
+    """One turn after intake (a NamedTuple: built once per model call, without a frozen
+    dataclass's ``object.__setattr__`` per field).
 
     Attributes:
         output: The turn as recorded: strings, bounded, writable.
@@ -121,42 +121,106 @@ class TurnIntake:
         Raises:
             TypeError: ``raw`` is not a ``ModelOutput`` (a bug in the model client).
         """
-        if not isinstance(raw, ModelOutput):
+        if type(raw) is not ModelOutput and not isinstance(raw, ModelOutput):
             raise TypeError(f"model client returned {type(raw).__name__}, not a ModelOutput")
         self._turn += 1
         text = raw.text
-        if not (type(text) is str and len(text) <= TEXT_CHARS and text.isascii()):  # _text's common case
+        # _text's common case (a short ASCII string) first, without a call.
+        if not (type(text) is str and (size := len(text)) <= TEXT_CHARS and text.isascii()):
             checked_text = self._text(text, "text")
             text = "" if checked_text is None else checked_text
+            size = len(text)
         reasoning = raw.reasoning
         if reasoning is not None:  # _text(None, "reasoning") is None, nothing repaired
             reasoning = self._text(reasoning, "reasoning")
-        chars = 64 + len(text) + len(reasoning or "")
+            if reasoning:
+                size += len(reasoning)
+        chars = 64 + size
         raw_calls = raw.tool_calls
-        if not isinstance(raw_calls, tuple | list):
+        if type(raw_calls) is not tuple and not isinstance(raw_calls, tuple | list):
             self.log.repair("tool_calls")
             raw_calls = ()
+        same = text is raw.text and reasoning is raw.reasoning and raw_calls is raw.tool_calls
+        if raw_calls:
+            calls, run_arguments, scans, chars, same_calls = self._calls(raw_calls, chars, budget)
+            same = same and same_calls
+        else:
+            calls, run_arguments, scans = [], [], []
+        output = raw
+        if not same:
+            output = ModelOutput(text, reasoning, tuple(calls), raw.usage, raw.provider_cost_usd, raw.retries)
+        u = output.usage  # clean counts, no cost, no retries: nothing for _accounting to repair
+        if not (
+            output.provider_cost_usd is None
+            and type(output.retries) is tuple
+            and not output.retries
+            and type(u) is Usage
+            and type(u.input) is int
+            and type(u.output) is int
+            and type(u.cache_read) is int
+            and type(u.cache_write) is int
+            and type(u.reasoning) is int
+            and 0 <= u.input <= USAGE_TOKENS
+            and 0 <= u.output <= USAGE_TOKENS
+            and 0 <= u.cache_read <= USAGE_TOKENS
+            and 0 <= u.cache_write <= USAGE_TOKENS
+            and 0 <= u.reasoning <= USAGE_TOKENS
+        ):
+            output = self._accounting(output)
+        recorded = len(calls)
+        runnable = recorded if recorded < TURN_TOOL_CALLS else TURN_TOOL_CALLS
+        dropped = 0 if same else len(raw_calls) - recorded  # the same turn kept every call
+        return CheckedTurn(output, tuple(run_arguments), runnable, chars, dropped, tuple(scans))
+
+    def _calls(
+        self, raw_calls: tuple[Any, ...] | list[Any], chars: int, budget: int
+    ) -> tuple[list[ToolCall], list[Any], list[Scan | None], int, bool]:
+        """The turn's calls as recorded, what the toolbox gets, their clean scans, the turn's size
+        so far (``chars`` plus the calls kept), and whether every call was kept unchanged."""
         calls: list[ToolCall] = []
         run_arguments: list[Any] = []
         scans: list[Scan | None] = []
-        same = text is raw.text and reasoning is raw.reasoning and raw_calls is raw.tool_calls
+        same = True
+        ids = self._ids
         for index, item in enumerate(raw_calls):
             if chars > budget:  # the turn alone is over the transcript: keep no more of it
                 same = False
                 break
-            call, run, size, checked = self._call(item, index, excess=index >= TURN_TOOL_CALLS)
+            if type(item) is ToolCall and index < TURN_TOOL_CALLS:
+                # _call's common case written out (once per tool call): a fresh clean id, a short
+                # ASCII name, an arguments object the scan passes unrepaired. Anything else
+                # (scan refusals included) takes _call from the start, which redoes these checks
+                # with their repairs and log entries in their order.
+                call_id, name, arguments = item.id, item.name, item.arguments
+                if (
+                    type(call_id) is str
+                    and call_id
+                    and (id_size := len(call_id)) <= NAME_CHARS
+                    and call_id.isascii()
+                    and call_id not in ids
+                    and type(name) is str
+                    and (name_size := len(name)) <= NAME_CHARS
+                    and name.isascii()
+                    and type(arguments) is dict
+                ):
+                    try:
+                        checked: Scan | None = scan(arguments)
+                    except (LimitError, NotJson):
+                        checked = None
+                    if checked is not None and not checked.repaired and checked.value is arguments:
+                        ids.add(call_id)
+                        calls.append(item)
+                        run_arguments.append(arguments)
+                        scans.append(checked)
+                        chars += id_size + name_size + checked.chars
+                        continue
+            call, run, call_size, checked = self._call(item, index, excess=index >= TURN_TOOL_CALLS)
             same = same and call is item
             calls.append(call)
             run_arguments.append(run)
             scans.append(checked)
-            chars += size
-        output = raw
-        if not same:
-            output = ModelOutput(text, reasoning, tuple(calls), raw.usage, raw.provider_cost_usd, raw.retries)
-        output = self._accounting(output)
-        runnable = min(len(calls), TURN_TOOL_CALLS)
-        dropped = len(raw_calls) - len(calls)
-        return CheckedTurn(output, tuple(run_arguments), runnable, chars, dropped, tuple(scans))
+            chars += call_size
+        return calls, run_arguments, scans, chars, same
 
     # -- text ------------------------------------------------------------------------------------
 
@@ -265,22 +329,7 @@ class TurnIntake:
     # -- usage, cost, retries --------------------------------------------------------------------
 
     def _accounting(self, output: ModelOutput) -> ModelOutput:
-        if output.provider_cost_usd is None and type(output.retries) is tuple and not output.retries:
-            u = output.usage  # the common case: clean counts (_clean_usage's test), no cost, no retries
-            if (
-                type(u) is Usage
-                and type(u.input) is int
-                and type(u.output) is int
-                and type(u.cache_read) is int
-                and type(u.cache_write) is int
-                and type(u.reasoning) is int
-                and 0 <= u.input <= USAGE_TOKENS
-                and 0 <= u.output <= USAGE_TOKENS
-                and 0 <= u.cache_read <= USAGE_TOKENS
-                and 0 <= u.cache_write <= USAGE_TOKENS
-                and 0 <= u.reasoning <= USAGE_TOKENS
-            ):
-                return output
+        """The turn with its usage, cost and retries repaired (``check`` passes over clean ones)."""
         usage = _clean_usage(output.usage)
         cost = output.provider_cost_usd
         if cost is not None and (

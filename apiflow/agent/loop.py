@@ -158,30 +158,31 @@ class _Loop:
     def _run_calls(self, turn: CheckedTurn) -> bool:
         """Run one turn's calls in order; True when the trial must stop."""
         # The limit checks (messages, time, transcript) written out: this runs once per tool
-        # call, the hottest loop of a trial.
+        # call, the hottest loop of a trial. Only this loop appends here, so the transcript's
+        # length is counted rather than asked for per call.
         out, messages, call_tool = self.out, self.messages, self.tools.call
         cap, max_messages, deadline = self.limits.max_tool_calls, self.limits.max_messages, self.deadline
         scans, run_arguments, runnable = turn.scans, turn.run_arguments, turn.runnable
+        length = len(messages)
         for index, call in enumerate(turn.output.tool_calls):
             if cap is not None and out.tool_calls >= cap:
                 return self._stop_limit("tool_calls")
-            if max_messages is not None and len(messages) >= max_messages:
+            if max_messages is not None and length >= max_messages:
                 return self._stop_limit("messages")
             if deadline is not None and time.monotonic() >= deadline:
                 return self._stop_limit("time")
             if self.transcript_chars > TRANSCRIPT_CHARS:
                 return self._stop_limit("transcript_chars")
             if index < runnable:
-                scanned = scans[index] if index < len(scans) else None
+                scanned = scans[index] if scans else None  # intake scans every call, or none (tests)
                 result = call_tool(call.name, run_arguments[index], scanned)
                 out.tool_calls += 1
                 out.parse_errors += bool(result.parse_error)
             else:  # a fresh result per call: messages must not share one error dict
                 result = ToolResult.failed("unknown", _EXCESS_CALL_MESSAGE, limit="parallel_calls")
             error = result.error
-            limit = getattr(result, "limit", None)
-            if limit is not None:
-                out.input.hit(limit)
+            if result.limit is not None:
+                out.input.hit(result.limit)
             message: dict[str, Any] = {
                 "role": "tool",
                 "content": result.content,
@@ -194,6 +195,7 @@ class _Loop:
                 message["error"] = error
                 self.transcript_chars += len(error["message"])
             messages.append(message)
+            length += 1
             if result.terminated is not None:
                 # Published shape: the abstention's tool result, then one empty assistant turn.
                 self.out.termination = _ABSTAIN_TOOLS[result.terminated]
@@ -204,35 +206,59 @@ class _Loop:
     async def run(self) -> LoopOutcome:
         messages, out = self.messages, self.out
         max_messages, max_tokens = self.limits.max_messages, self.limits.max_tokens
-        while True:
-            if max_messages is not None and len(messages) >= max_messages:
-                self._stop_limit("messages")
-                break
-            raw = await self.model.generate(messages, self.schemas, self.config)
-            turn = self.intake.check(raw, TRANSCRIPT_CHARS - self.transcript_chars)
-            output = turn.output
-            # What the call spent (written out here: this and the checks run once per model call).
-            out.model_calls += 1
-            out.usage = out.usage + output.usage
-            if output.retries:
-                out.retries.extend(output.retries)
-            if output.provider_cost_usd is not None:
-                out.provider_cost_usd = (out.provider_cost_usd or 0.0) + output.provider_cost_usd
-            messages.append(assistant_message(output))
-            self.transcript_chars += turn.chars
-            if not output.tool_calls and not turn.dropped:
-                answered = bool(output.text.strip())
-                self.out.termination = Termination.ANSWERED if answered else Termination.NO_ANSWER
-                break
-            u = out.usage
-            if max_tokens is not None and u.input + u.output + u.cache_read >= max_tokens:
-                self._stop_limit("tokens")
-                break
-            if self.transcript_chars > TRANSCRIPT_CHARS:
-                self._stop_limit("transcript_chars")
-                break
-            if self._run_calls(turn):
-                break
+        # Token sums kept as ints and written to ``out.usage`` once, however the loop ends (a
+        # limit, a fault, our timer): the same sum as adding each turn's ``Usage``, without
+        # building one per model call.
+        tin = tout = tread = twrite = treason = 0  # out is fresh: Usage() so far
+        try:
+            while True:
+                if max_messages is not None and len(messages) >= max_messages:
+                    self._stop_limit("messages")
+                    break
+                raw = await self.model.generate(messages, self.schemas, self.config)
+                turn = self.intake.check(raw, TRANSCRIPT_CHARS - self.transcript_chars)
+                output = turn.output
+                # What the call spent (written out here: this and the checks run once per model call).
+                out.model_calls += 1
+                u = output.usage
+                tin, tout, tread = tin + u.input, tout + u.output, tread + u.cache_read
+                twrite, treason = twrite + u.cache_write, treason + u.reasoning
+                if output.retries:
+                    out.retries.extend(output.retries)
+                if output.provider_cost_usd is not None:
+                    out.provider_cost_usd = (out.provider_cost_usd or 0.0) + output.provider_cost_usd
+                # assistant_message(output), written out: once per model call.
+                blocks: list[dict[str, str]] = []
+                if output.reasoning:
+                    blocks.append({"type": "reasoning", "reasoning": output.reasoning})
+                if output.text:
+                    blocks.append({"type": "text", "text": output.text})
+                message: dict[str, Any] = {"role": "assistant", "content": blocks}
+                calls = output.tool_calls
+                if calls[1:]:
+                    message["tool_calls"] = [
+                        {"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls
+                    ]
+                elif calls:  # one call, the usual turn: its list without a comprehension's call
+                    c = calls[0]
+                    message["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}]
+                messages.append(message)
+                self.transcript_chars += turn.chars
+                if not calls and not turn.dropped:
+                    answered = bool(output.text.strip())
+                    self.out.termination = Termination.ANSWERED if answered else Termination.NO_ANSWER
+                    break
+                if max_tokens is not None and tin + tout + tread >= max_tokens:
+                    self._stop_limit("tokens")
+                    break
+                if self.transcript_chars > TRANSCRIPT_CHARS:
+                    self._stop_limit("transcript_chars")
+                    break
+                if self._run_calls(turn):
+                    break
+        finally:
+            if out.model_calls:
+                out.usage = Usage(tin, tout, tread, twrite, treason)
         return self.out
 
 

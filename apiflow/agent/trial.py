@@ -182,11 +182,13 @@ async def run_trial(
         outcome.harness_error = harness_error_text(exc)
         graded = None
     version = agent_version(limits)
-    block = _apiflow_block(outcome, graded, bank_name=bank_name, bank_hash=bank_hash, seed=seed)
-    block.agent_version, block.tool_schema_hash = version, schema_hash
-    block.trial_id = trial_id_for(
+    trial_id = trial_id_for(
         bank_hash, task.id, model_slug, model.model_api, epoch, seed, version, schema_hash
     )
+    block = _apiflow_block(
+        outcome, graded, bank_name=bank_name, bank_hash=bank_hash, seed=seed, trial_id=trial_id,
+        version=version, schema_hash=schema_hash,
+    )  # fmt: skip
     return TrialRecord(
         model=model_slug,
         model_api=model.model_api,
@@ -205,12 +207,20 @@ async def run_trial(
 
 
 def _apiflow_block(
-    outcome: LoopOutcome, graded: Grade | None, *, bank_name: str, bank_hash: str, seed: int
+    outcome: LoopOutcome,
+    graded: Grade | None,
+    *,
+    bank_name: str,
+    bank_hash: str,
+    seed: int,
+    trial_id: str,
+    version: str,
+    schema_hash: str,
 ) -> ApiflowBlock:
-    """Our block: termination, counts, tokens by kind, retries (identity fields set by the caller)."""
+    """Our block: identity, termination, counts, tokens by kind, retries."""
     u = outcome.usage
     return ApiflowBlock(
-        trial_id="",
+        trial_id=trial_id,
         bank=bank_name,
         bank_hash=bank_hash,
         seed=seed,
@@ -231,7 +241,9 @@ def _apiflow_block(
         retries=outcome.retries,
         harness_error=outcome.harness_error,
         grader=GRADING_RULES if graded is not None else None,
-        limits_hit=limits_hit(outcome),
+        agent_version=version,
+        tool_schema_hash=schema_hash,
+        limits_hit=limits_hit(outcome) if outcome.input.limits else [],
         input_repairs=dict(outcome.input.repairs),
     )
 

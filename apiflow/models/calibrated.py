@@ -34,6 +34,7 @@ from apiflow.bank.task import TASK_ID_RE, GoldenCall, Task
 from apiflow.errors import UsageError
 from apiflow.models.offline import PlannedCall, ScriptedModel, Turn, card_text, golden_turns
 from apiflow.panel.latent import SOLO, LatentParams, stuck_threshold
+from apiflow.world.memo import IdentityMemo
 
 CALIBRATED_PREFIX = "calibrated-"
 PANEL_FILE = Path(__file__).resolve().parents[2] / "configs" / "panels" / "calibrated-original-19.json"
@@ -44,6 +45,7 @@ CALIBRATED_PANEL: tuple[str, ...] = tuple(
 """The calibrated panel's model names, one per published original-19 model (slug order)."""
 
 _NORMAL = NormalDist()
+_segments_memo: IdentityMemo[Task, dict[int, list[int]]] = IdentityMemo()
 _ABSTAIN_TEXT = "The API does not behave as described and I cannot see a safe way to continue."
 
 
@@ -132,7 +134,11 @@ def is_stuck(profile: CalibratedProfile, task: Task) -> bool:
 
 
 def _segments(task: Task) -> dict[int, list[int]]:
-    """Essential golden-step indices per subtask (a solo task is one subtask)."""
+    """Essential golden-step indices per subtask (a solo task is one subtask; shared, read-only)."""
+    return _segments_memo.get(task, _essential_steps)
+
+
+def _essential_steps(task: Task) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
     for index, step in enumerate(task.golden):
         if step.essential:
@@ -181,6 +187,10 @@ class _Script:
 
     def turns(self) -> list[Turn]:
         golden = golden_turns(self.task)
+        if not self.skip and self.abstain_at is None and self.card is None:
+            # No deviation: the shared golden script itself (read-only, as the oracle plays it),
+            # so what the model derives per script (its literals) is derived once per task.
+            return golden
         steps = golden[:-1]
         if self.abstain_at is not None:
             name, key = self.rng.choice((("clarify", "question"), ("report_blocked", "reason")))

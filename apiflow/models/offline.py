@@ -167,7 +167,8 @@ class _TokenMeter:
         cached = self.seen_tokens
         self.seen_messages, self.seen_tokens = message_count, cached + new_tokens
         self.last_output_chars = output_chars
-        return Usage(input=new_tokens, output=max(1, output_chars // _CHARS_PER_TOKEN), cache_read=cached)
+        output = output_chars // _CHARS_PER_TOKEN
+        return Usage(new_tokens, output if output > 1 else 1, cached)
 
 
 @dataclass(slots=True)
@@ -197,7 +198,7 @@ class ScriptedModel:
         """Read the response refs of executes answered since the last turn, and the per-trial
         form of every bank canary the tool results showed (``apiflow.world.canaries``): the
         script names the bank's literal, the agent must send what *this* trial's API said."""
-        learned = len(self._learned)
+        new_literal = False
         # The token meter's sizes are summed in the same pass (one walk of the new messages, not two).
         new_chars, last_output = 0, self._meter.last_output_chars
         for message in messages[self._scan_from :]:
@@ -206,13 +207,13 @@ class ScriptedModel:
             if role == "assistant":
                 new_chars += last_output
                 continue
-            if not isinstance(content, str):
+            if type(content) is not str and not isinstance(content, str):
                 continue
             new_chars += len(content) + 8
             if role != "tool":
                 continue
-            if SEPARATOR in content:
-                self._learn(content)
+            if SEPARATOR in content and self._learn(content):
+                new_literal = True
             self._salting = self._salting or SCOPE_MARK in content
             if (_MARK in content or _ESCAPED_MARK in content) and (cut := cut_ref(content)) is not None:
                 self._cut.append(cut)
@@ -222,24 +223,27 @@ class ScriptedModel:
             # execute results start with the ref: a regex is enough, no need to parse the body.
             match = _RESPONSE_REF_RE.match(content)
             if match:
-                self._refs[index] = match.group(1)
+                self._refs[index] = match[1]
         self._scan_from = len(messages)
-        if len(self._learned) != learned:
+        if new_literal:
             self._reader = CanaryReader(self._learned)
         return new_chars
 
-    def _learn(self, content: str) -> None:
-        """Pick up the per-trial form of each literal the script names (``str.find``, no regex scan);
-        a later response's form replaces an earlier one (a replayed form gives way to this trial's)."""
+    def _learn(self, content: str) -> bool:
+        """Pick up the per-trial form of each literal the script names (a substring test, no regex
+        scan); a later response's form replaces an earlier one (a replayed form gives way to this
+        trial's). True when a literal was learned for the first time (the reader then changes)."""
         needles = self._needles
         if needles is None:
             needles = self._needles = [(v, v + SEPARATOR) for v in script_literals(self.turns)]
+        learned, new = self._learned, False
         for literal, needle in needles:
-            at = content.find(needle)
-            if at != -1:
-                match = SALTED.match(content, at)
-                if match is not None and match.group(1) == literal:
-                    self._learned[literal] = match.group(0)
+            if needle in content:  # the operator, not find: most needles are absent from a result
+                match = SALTED.match(content, content.find(needle))
+                if match is not None and match[1] == literal:
+                    new = new or literal not in learned
+                    learned[literal] = match[0]
+        return new
 
     def replay_from(self, refs: dict[int, str], values: dict[str, str]) -> None:
         """Start from what another trial showed: its response refs (by golden execute index) and
@@ -281,21 +285,27 @@ class ScriptedModel:
         """Return the next scripted turn."""
         new_chars = self._collect_refs(messages)
         turn_no = self._turn
-        turn = self.turns[turn_no] if turn_no < len(self.turns) else _EMPTY_TURN
+        try:
+            turn = self.turns[turn_no]
+        except IndexError:  # past the script's end: empty replies
+            turn = _EMPTY_TURN
         # Read cut responses only in a trial whose world salts (its responses say so): elsewhere
         # (gate runs, hand-built sessions) the script needs nothing it has not been shown.
         if self._cut and self._salting and self._unseen_literals(turn_no, turn):
             return self._read_cut(messages, tools, new_chars)
         self._turn += 1
-        out_chars = len(turn.text)
+        text = turn.text
+        out_chars = len(text) if text else 0
         calls = []
         for i, planned in enumerate(turn.calls):
             call, size = self._tool_call(turn_no, i, planned)
             calls.append(call)
             out_chars += size
-        usage = self._meter.charge(new_chars, len(messages), tools, out_chars)
-        text = self._reader.apply(turn.text) if self._reader is not None and turn.text else turn.text
-        return ModelOutput(text=text, tool_calls=tuple(calls), usage=usage)
+        # _collect_refs has just set _scan_from to len(messages): the count the meter wants.
+        usage = self._meter.charge(new_chars, self._scan_from, tools, out_chars)
+        if text and self._reader is not None:
+            text = self._reader.apply(text)
+        return ModelOutput(text, None, tuple(calls), usage)
 
     def _unseen_literals(self, turn_no: int, turn: Turn) -> bool:
         """Whether the turn names a bank literal whose per-trial form this trial has not shown."""

@@ -18,6 +18,7 @@ PREVIEW_MARK = "…"
 PREVIEW_MARKS = (PREVIEW_MARK, "\\u2026")  # as shown, and as an ASCII-escaped tool result carries it
 SCOPE_MARK = json.dumps(dict([SCOPE_HEADER]))[1:-1]  # '"x-apiflow-values": "per-trial"' in a result
 _RESPONSE_REF_RE = re.compile(r'^\{"response_ref": "([^"]+)"')
+_DECODER = json.JSONDecoder()
 
 
 def cut_ref(content: str) -> str | None:
@@ -79,7 +80,8 @@ class CanaryReader:
         self._re = _literal_pattern(tuple(sorted(sorted(learned), key=len, reverse=True)))
 
     def _swap(self, text: str) -> str:
-        return self._re.sub(lambda m: self._learned[m.group(0)], text)
+        learned = self._learned
+        return self._re.sub(lambda m: learned[m[0]], text)
 
     def apply(self, value: Any) -> Any:
         """``value`` (a string or JSON arguments) with the learned forms swapped in."""
@@ -91,4 +93,7 @@ class CanaryReader:
         """``apply`` for JSON arguments whose ``json.dumps(value, ensure_ascii=False)`` is ``text``."""
         if not self._re.search(text):
             return value  # names nothing learned: the script's own object, untouched
-        return json.loads(self._swap(text))  # literals hold no JSON-special characters
+        # Literals and their forms hold no JSON-special characters, so the swapped text is still
+        # exactly one JSON document without surrounding space: what json.loads checks for
+        # before and after the parse is known, and only the parse is left to do.
+        return _DECODER.raw_decode(self._swap(text))[0]

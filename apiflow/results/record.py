@@ -201,25 +201,38 @@ def _orjson_bytes(data: Any) -> bytes | None:
         return None
 
 
-_PLAIN = (str, int, bool, type(None))
-
-
 def _orjson_exact(data: Any) -> bool:
     """True when every float in ``data`` is one ``repr`` writes without an exponent (orjson and
-    ``json`` agree on those) and every value is a plain JSON type."""
-    stack = [data]
-    while stack:
-        value = stack.pop()
-        kind = type(value)
-        if kind is dict:
-            stack.extend(value.values())
-        elif kind is list:
-            stack.extend(value)
-        elif kind is float:
-            if not (value == 0.0 or 1e-4 <= abs(value) < 1e16):  # NaN and inf fail this too
+    ``json`` agree on those) and every value is a plain JSON type.
+
+    Each container taken from the list is checked with its children in place; only grandchildren
+    are queued. A record is wide and shallow (about 540 values in 170 small containers), so the
+    walk costs a loop step per value and a queue entry per other level of nesting, not a stack
+    pop per value (847 -> 216 calls and about 0.6 -> 0.4 M instructions for a calibrated record).
+    """
+    todo = [[data]]  # data itself is checked as a child, so a scalar or a subclass is judged too
+    for container in todo:  # grows while it is walked: a queue without pops
+        for value in container.values() if type(container) is dict else container:
+            kind = type(value)
+            if kind is str:
+                continue
+            if kind is dict or kind is list:
+                for inner in value.values() if kind is dict else value:
+                    kind = type(inner)
+                    if kind is str:
+                        continue
+                    if kind is dict or kind is list:
+                        todo.append(inner)
+                    elif kind is float:  # NaN and inf fail the range too
+                        if not (inner == 0.0 or 1e-4 <= abs(inner) < 1e16):
+                            return False
+                    elif not (kind is int or kind is bool or inner is None):
+                        return False
+            elif kind is float:
+                if not (value == 0.0 or 1e-4 <= abs(value) < 1e16):
+                    return False
+            elif not (kind is int or kind is bool or value is None):
                 return False
-        elif kind not in _PLAIN:
-            return False
     return True
 
 

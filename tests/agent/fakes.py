@@ -16,6 +16,7 @@ class FakeResult:
     error: dict[str, str] | None = None
     terminated: str | None = None
     parse_error: bool = False
+    limit: str | None = None
 
 
 @dataclass

@@ -98,3 +98,45 @@ def test_messages_and_verifier_passed_through_give_model_dumps_bytes(value: Any)
     expected = reference(record.model_dump(mode="json"))
     assert record.to_json_bytes() == expected
     assert record.to_json() == expected.decode()
+
+
+def _exact_reference(value: Any) -> bool:
+    """The plain recursive form of ``_orjson_exact`` (what the queue walk must agree with)."""
+    kind = type(value)
+    if kind is dict:
+        return all(_exact_reference(v) for v in value.values())
+    if kind is list:
+        return all(_exact_reference(v) for v in value)
+    if kind is float:
+        return value == 0.0 or 1e-4 <= abs(value) < 1e16
+    return kind in (str, int, bool, type(None))
+
+
+class _Kind(StrEnum):
+    A = "a"
+
+
+def _random_value(rng: random.Random, depth: int) -> Any:
+    leaves = ["x", 3, True, None, 1.5, 0.0, 1e-5, float("nan"), 2e16, (1, 2), _Kind.A, 10**30, b"b"]
+    roll = rng.random()
+    if depth > 5 or roll < 0.4:
+        # mostly plain leaves, so that whole values pass often enough to test both answers
+        return rng.choice(leaves[:5]) if rng.random() < 0.97 else rng.choice(leaves)
+    if roll < 0.7:
+        return {f"k{i}": _random_value(rng, depth + 1) for i in range(rng.randrange(5))}
+    if roll < 0.97:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randrange(5))]
+    return rng.choice((type("D", (dict,), {})(), type("L", (list,), {})()))
+
+
+def test_queue_walk_agrees_with_the_recursive_check() -> None:
+    rng = random.Random(5)
+    answers = set()
+    for _ in range(5_000):
+        value = _random_value(rng, 0)
+        expected = _exact_reference(value)
+        assert _orjson_exact(value) is expected, value
+        answers.add(expected)
+    assert answers == {True, False}
+    for scalar in ("s", 1, 1e-5, 1.5, float("inf"), None, (1,), _Kind.A):
+        assert _orjson_exact(scalar) is _exact_reference(scalar)
