@@ -63,7 +63,7 @@ class Toolbox:
                 intake). Taken only when it is of this very object and repaired nothing: then it
                 is exactly the scan this call would make, and the walk is not done twice.
         """
-        function = _FUNCTIONS.get(name) if isinstance(name, str) else None
+        function = _FUNCTIONS.get(name) if type(name) is str or isinstance(name, str) else None
         if function is None:
             return ToolResult.failed("parsing", f"Tool {preview(name, 200)} not found")
         try:
@@ -92,4 +92,4 @@ class Toolbox:
             message = f"{detail} (limit tool_result_chars = {TOOL_RESULT_CHARS:,}); read or search for less."
             return ToolResult.failed("unknown", message, limit="tool_result_chars")
         terminated = name if name in TERMINATING_TOOLS else None
-        return ToolResult.ok(content, terminated)  # type: ignore[arg-type]
+        return ToolResult(content, None, terminated)  # type: ignore[arg-type]  # ToolResult.ok's
