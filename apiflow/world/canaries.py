@@ -151,13 +151,18 @@ class CanaryCodec:
         if self._in is None:
             return request
         body = request.body
-        if isinstance(body, str):
+        if body is None:
+            pass
+        elif type(body) is str or isinstance(body, str):
             body = self._unsalt_text(body)
         elif isinstance(body, dict | list):
             body = _via_json(body, self._unsalt_text, self._in)
         headers = request.headers
-        if self._in.search(_joined(headers)):
-            headers = {k: self._unsalt_text(v) if isinstance(v, str) else v for k, v in headers.items()}
+        if headers and self._in.search(_joined(headers)):
+            unsalted = {}
+            for name, value in headers.items():  # a loop: no comprehension frame per request
+                unsalted[name] = self._unsalt_text(value) if isinstance(value, str) else value
+            headers = unsalted
         return HttpRequest(request.method, self._unsalt_text(request.url), headers, body)
 
     def outbound(self, response: HttpResponse) -> HttpResponse:

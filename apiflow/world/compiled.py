@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from apiflow.world.conditions import Check, compile_condition
 from apiflow.world.features import Features, parse_url
@@ -20,6 +20,7 @@ from apiflow.world.http import HttpResponse, body_text
 from apiflow.world.memo import IdentityMemo
 from apiflow.world.model import Effect, ResponseSpec, Route, Rule, WorldDef
 from apiflow.world.spec import openapi_document, spec_content
+from apiflow.world.state import split_path
 from apiflow.world.template import Constant, Evaluator, compile_template
 
 AUTH_FAILURES = ("missing", "invalid", "legacy", "expired", "insufficient_scope")
@@ -41,18 +42,26 @@ class CompiledResponse:
 
     def respond(self, features: Features) -> HttpResponse:
         """The response to one request."""
-        headers = {name: str(value(features)) for name, value in self.headers}
+        # Most responses declare no headers: no comprehension frame for them.
+        headers = {name: str(value(features)) for name, value in self.headers} if self.headers else {}
         return HttpResponse(self.status, headers, self.body(features), self.text)
 
 
 @dataclass(frozen=True, slots=True)
 class CompiledRule:
-    """A rule's conditions as checks, its effects with their value evaluators, its response."""
+    """A rule's conditions as checks, its effects with their value evaluators, its response.
+
+    ``effects`` holds each effect with its value's evaluator and its target path split once
+    (``split_path`` of ``set``, ``incr``, ``append`` or ``mint_id.into``; empty for a token).
+    ``test`` is what dispatch calls: None for a rule without conditions, the check itself for a
+    rule with one (most rules), else ``matches``; each answers what ``matches`` answers.
+    """
 
     rule: Rule
     checks: tuple[Check, ...]
-    effects: tuple[tuple[Effect, Evaluator], ...]
+    effects: tuple[tuple[Effect, Evaluator, list[str]], ...]
     response: CompiledResponse
+    test: Check | None = None
 
     def matches(self, features: Features) -> bool:
         """Whether every condition holds (a conjunction, checked in order)."""
@@ -80,6 +89,22 @@ class CompiledRoute:
         return m.groupdict() if m else None
 
 
+class PathRoutes(NamedTuple):
+    """The routes one path matches: all of them in declaration order, the first for each method,
+    and the ``allow`` header of a 405 (the matched methods, sorted)."""
+
+    found: tuple[tuple[CompiledRoute, dict[str, str]], ...]
+    first: dict[str, tuple[CompiledRoute, dict[str, str]]]
+    allow: str
+
+
+def _path_routes(found: tuple[tuple[CompiledRoute, dict[str, str]], ...]) -> PathRoutes:
+    first: dict[str, tuple[CompiledRoute, dict[str, str]]] = {}
+    for entry in found:
+        first.setdefault(entry[0].route.method, entry)
+    return PathRoutes(found, first, ", ".join(sorted(first)))
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledWorld:
     """Everything dispatch needs from a world definition, and its spec (shared: nothing mutates it)."""
@@ -89,29 +114,39 @@ class CompiledWorld:
     spec_content: dict[str, Any]
     routes: RouteIndex
     auth_failures: dict[str, CompiledResponse]
-    matched: dict[str, tuple[tuple[CompiledRoute, dict[str, str]], ...]] = field(default_factory=dict)
-    """``match_routes``'s answers by path, shared by every trial of the world (bounded: see there)."""
+    matched: dict[str, PathRoutes] = field(default_factory=dict)
+    """``routes_for``'s answers by path, shared by every trial of the world (bounded: see there)."""
 
-    def match_routes(self, path: str) -> list[tuple[CompiledRoute, dict[str, str]]]:
-        """Every route whose template matches ``path``, in declaration order, with its parameters.
+    def routes_for(self, path: str) -> PathRoutes:
+        """The routes whose template matches ``path`` (their parameters are shared: copy before use).
 
         The answer is a pure function of the (frozen) routes and the path, so it is kept per path:
-        a grid sends the same paths in every trial of a task. Each caller gets its own parameter
-        dicts. The memo is emptied when it holds ``MATCH_MEMO`` paths and keeps no path longer than
-        ``MATCH_MEMO_PATH``, so it never grows without bound.
+        a grid sends the same paths in every trial of a task. The memo is emptied when it holds
+        ``MATCH_MEMO`` paths and keeps no path longer than ``MATCH_MEMO_PATH``, so it never grows
+        without bound.
         """
-        found = self.matched.get(path)
-        if found is None:
-            found = tuple(
+        known = self.matched.get(path)
+        if known is not None:
+            return known
+        known = _path_routes(
+            tuple(
                 (route, params)
                 for route in self.routes.candidates(path)
                 if (params := route.match(path)) is not None
             )
-            if len(path) <= MATCH_MEMO_PATH:  # a model's path can be long: those are not kept
-                if len(self.matched) >= MATCH_MEMO:
-                    self.matched.clear()
-                self.matched[path] = found
-        return [(route, dict(params)) for route, params in found]
+        )
+        if len(path) <= MATCH_MEMO_PATH:  # a model's path can be long: those are not kept
+            if len(self.matched) >= MATCH_MEMO:
+                self.matched.clear()
+            self.matched[path] = known
+        return known
+
+    def match_routes(self, path: str) -> list[tuple[CompiledRoute, dict[str, str]]]:
+        """Every route whose template matches ``path``, in declaration order, with its parameters.
+
+        Each caller gets its own parameter dicts.
+        """
+        return [(route, dict(params)) for route, params in self.routes_for(path).found]
 
 
 _PREFIX = 2  # leading segments a route is indexed by when they are literal
@@ -149,13 +184,29 @@ def _compile_response(spec: ResponseSpec) -> CompiledResponse:
     return CompiledResponse(spec.status, headers, body, text)
 
 
+def _effect_path(effect: Effect) -> list[str]:
+    """The state path the effect writes, split once (the field ``dispatch._apply`` takes, in its order)."""
+    if effect.mint_id is not None:
+        return split_path(effect.mint_id.into)
+    for path in (effect.set, effect.incr, effect.append):
+        if path is not None:
+            return split_path(path)
+    return []
+
+
 def _compile_rule(rule: Rule) -> CompiledRule:
-    return CompiledRule(
+    checks = tuple(compile_condition(c) for c in rule.when)
+    compiled_rule = CompiledRule(
         rule=rule,
-        checks=tuple(compile_condition(c) for c in rule.when),
-        effects=tuple((e, compile_template(e.value)) for e in rule.do),
+        checks=checks,
+        effects=tuple((e, compile_template(e.value), _effect_path(e)) for e in rule.do),
         response=_compile_response(rule.respond),
     )
+    if len(checks) == 1:
+        object.__setattr__(compiled_rule, "test", checks[0])
+    elif checks:
+        object.__setattr__(compiled_rule, "test", compiled_rule.matches)
+    return compiled_rule
 
 
 def _path_pattern(path: str) -> re.Pattern[str] | None:
