@@ -357,6 +357,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_BOUNDED = json.JSONDecoder(parse_constant=_reject_constant)
+"""``json.loads(text, parse_constant=_reject_constant)`` builds this decoder on every call."""
+
+
 def loads_bounded(text: str) -> Any:
     """``json.loads`` for model-written text: bounded size and depth, no NaN/Infinity.
 
@@ -367,7 +371,10 @@ def loads_bounded(text: str) -> Any:
     if len(text) > ARGUMENT_CHARS:
         raise LimitError("argument_chars", f"The JSON text holds {len(text):,} characters")
     try:
-        decoded = json.loads(text, parse_constant=_reject_constant)
+        if type(text) is str and not text.startswith("\ufeff"):
+            decoded = _BOUNDED.decode(text)  # what json.loads(text, parse_constant=...) runs, one decoder
+        else:
+            decoded = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
         raise LimitError(
             "argument_depth", f"The JSON text nests deeper than {ARGUMENT_DEPTH} levels"

@@ -42,9 +42,13 @@ class CompiledResponse:
 
     def respond(self, features: Features) -> HttpResponse:
         """The response to one request."""
-        # Most responses declare no headers: no comprehension frame for them.
+        # Most responses declare no headers (no comprehension frame then), and a constant body (its
+        # text is set) is taken without its evaluator's call.
         headers = {name: str(value(features)) for name, value in self.headers} if self.headers else {}
-        return HttpResponse(self.status, headers, self.body(features), self.text)
+        body = self.body
+        return HttpResponse(
+            self.status, headers, body.value if type(body) is Constant else body(features), self.text
+        )
 
 
 @dataclass(frozen=True, slots=True)

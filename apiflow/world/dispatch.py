@@ -22,7 +22,7 @@ from apiflow.world.features import Features, parse_body, parse_query, split_url
 from apiflow.world.http import HttpRequest, HttpResponse
 from apiflow.world.model import Effect, Route, WorldDef
 from apiflow.world.state import MISSING, assoc_in, get_in
-from apiflow.world.template import Evaluator
+from apiflow.world.template import Constant, Evaluator
 
 TOKENS = "tokens"  # state table of minted bearer tokens
 CALLS = "_calls"  # state table of per-route call counts
@@ -108,7 +108,7 @@ def _apply(
         grant = effect.mint_token
         record = {"scopes": list(grant.scopes), "max_uses": grant.max_uses, "legacy": grant.legacy, "uses": 0}
         return assoc_in(state, [TOKENS, grant.value], record)
-    rendered = value(features)
+    rendered = value.value if type(value) is Constant else value(features)
     if effect.set is not None:
         return assoc_in(state, path, rendered)
     if effect.incr is not None:

@@ -81,8 +81,18 @@ class WorldSession:
         self.state = outcome.state
         self.requests_served += 1
         response = outcome.response
-        text = response.text if response.text is not None else body_text(response.body)
-        headers = self._transport_headers(response, text)
+        body = response.body
+        text = response.text if response.text is not None else body_text(body)
+        # The transport's headers, as uvicorn sends them.
+        headers = {
+            "date": _date_after(self._clock, self.requests_served),
+            "server": "uvicorn",
+            "content-length": str(len(text) if text.isascii() else len(text.encode())),
+        }
+        if body is not None and type(body) is not str and not isinstance(body, str):
+            headers["content-type"] = "application/json"
+        elif text:
+            headers["content-type"] = "text/plain; charset=utf-8"
         if outcome.route is not None and outcome.route.deprecated is not None:
             dep = outcome.route.deprecated
             headers["x-deprecated"] = "true"
@@ -95,19 +105,3 @@ class WorldSession:
         if response.headers:
             headers.update(response.headers)
         return HttpResponse(response.status, headers, response.body, text)
-
-    def _transport_headers(self, response: HttpResponse, text: str) -> dict[str, str]:
-        length = len(text) if text.isascii() else len(text.encode())
-        body = response.body
-        if body is not None and type(body) is not str and not isinstance(body, str):
-            kind = "application/json"
-        elif text:
-            kind = "text/plain; charset=utf-8"
-        else:
-            return {"date": _date_after(self._clock, self.requests_served), "server": "uvicorn", "content-length": str(length)}
-        return {
-            "date": _date_after(self._clock, self.requests_served),
-            "server": "uvicorn",
-            "content-length": str(length),
-            "content-type": kind,
-        }
