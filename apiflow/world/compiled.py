@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from apiflow.world.conditions import Check, compile_condition
+from apiflow.world.conditions import Check, compile_condition, path_guard
 from apiflow.world.features import Features, parse_url
 from apiflow.world.http import HttpResponse, body_text
 from apiflow.world.memo import IdentityMemo
@@ -58,7 +58,7 @@ class CompiledRule:
     ``effects`` holds each effect with its value's evaluator and its target path split once
     (``split_path`` of ``set``, ``incr``, ``append`` or ``mint_id.into``; empty for a token).
     ``test`` is what dispatch calls: None for a rule without conditions, the check itself for a
-    rule with one (most rules), else ``matches``; each answers what ``matches`` answers.
+    rule with one (most rules), else their conjunction; each answers what ``matches`` answers.
     """
 
     rule: Rule
@@ -75,15 +75,37 @@ class CompiledRule:
         return True
 
 
+Trial = tuple[tuple[CompiledRule, Check | None], ...]
+"""Rules to try in order, each with what is left to test of it (None: it matches)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledRoute:
-    """A route with its path pattern (None for a path without parameters) and compiled rules."""
+    """A route with its path pattern (None for a path without parameters) and compiled rules.
+
+    Most rules start with ``path.<p> eq <constant>`` (``conditions.path_guard``): a route's rules
+    for one resource each, the resource's id in the path. A rule whose guard reads another value of
+    ``p`` cannot match (its conjunction stops at that check, before any other is read), so the
+    rules are filed by the guard's value (``guarded``), each with the rest of its conditions; a
+    request tries the rules filed under its own ``p`` with the unguarded ones, in declaration
+    order (``unguarded`` alone when none is filed under it). With more than one guarded
+    parameter in a route, ``guard`` is None and every rule is tried (``unguarded``: all of them).
+    """
 
     route: Route
     pattern: re.Pattern[str] | None
     rules: tuple[CompiledRule, ...]
     calls_key: str = ""  # "<METHOD> <path>": the route's key in the state's call counts
     scopes: frozenset[str] = frozenset()  # the bearer scopes the route needs
+    guard: str | None = None
+    guarded: dict[str, Trial] = field(default_factory=dict)
+    unguarded: Trial = ()
+
+    def trial(self, params: dict[str, str]) -> Trial:
+        """The rules a request with these path parameters may match, in order, with their tests."""
+        if self.guard is None:
+            return self.unguarded
+        return self.guarded.get(params.get(self.guard), self.unguarded)  # type: ignore[arg-type]
 
     def match(self, path: str) -> dict[str, str] | None:
         """The path parameters when ``path`` is this route's, else None."""
@@ -200,17 +222,13 @@ def _effect_path(effect: Effect) -> list[str]:
 
 def _compile_rule(rule: Rule) -> CompiledRule:
     checks = tuple(compile_condition(c) for c in rule.when)
-    compiled_rule = CompiledRule(
+    return CompiledRule(
         rule=rule,
         checks=checks,
         effects=tuple((e, compile_template(e.value), _effect_path(e)) for e in rule.do),
         response=_compile_response(rule.respond),
+        test=_conjunction(checks),
     )
-    if len(checks) == 1:
-        object.__setattr__(compiled_rule, "test", checks[0])
-    elif checks:
-        object.__setattr__(compiled_rule, "test", compiled_rule.matches)
-    return compiled_rule
 
 
 def _path_pattern(path: str) -> re.Pattern[str] | None:
@@ -219,13 +237,52 @@ def _path_pattern(path: str) -> re.Pattern[str] | None:
     return re.compile("^" + _PARAM.sub(r"(?P<\1>[^/]+)", re.escape(path)) + "$")
 
 
+def _conjunction(checks: tuple[Check, ...]) -> Check | None:
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+
+    def all_hold(features: Features) -> bool:
+        for check in checks:
+            if not check(features):
+                return False
+        return True
+
+    return all_hold
+
+
+def _filed(rules: tuple[CompiledRule, ...]) -> tuple[str | None, dict[str, Trial], Trial]:
+    """``CompiledRoute``'s ``guard``, ``guarded`` and ``unguarded`` for these rules."""
+    guards = [path_guard(r.rule.when[0]) if r.rule.when else None for r in rules]
+    names = {g[0] for g in guards if g is not None}
+    if len(names) != 1:
+        return None, {}, tuple((r, r.test) for r in rules)
+    guarded: dict[str, list[tuple[CompiledRule, Check | None]]] = {}
+    unguarded: list[tuple[CompiledRule, Check | None]] = []
+    for rule, guard in zip(rules, guards, strict=True):
+        if guard is None:  # tried under every value, in its place
+            for trial in guarded.values():
+                trial.append((rule, rule.test))
+            unguarded.append((rule, rule.test))
+        else:
+            trial = guarded.setdefault(guard[1], list(unguarded))
+            trial.append((rule, _conjunction(rule.checks[1:])))
+    return names.pop(), {value: tuple(trial) for value, trial in guarded.items()}, tuple(unguarded)
+
+
 def _compile_route(route: Route) -> CompiledRoute:
+    rules = tuple(_compile_rule(r) for r in route.rules)
+    guard, guarded, unguarded = _filed(rules)
     return CompiledRoute(
         route=route,
         pattern=_path_pattern(route.path),
-        rules=tuple(_compile_rule(r) for r in route.rules),
+        rules=rules,
         calls_key=f"{route.method} {route.path}",
         scopes=frozenset(route.auth.scopes) if route.auth is not None else frozenset(),
+        guard=guard,
+        guarded=guarded,
+        unguarded=unguarded,
     )
 
 

@@ -191,8 +191,7 @@ def _answer(
         state = _counted(state, calls_key, route_calls + 1, None)
         return Outcome(state, plan.auth_failures[failure].respond(features), route)
     state = _counted(state, calls_key, route_calls + 1, None if route.auth is None else auth)
-    for rule in compiled_route.rules:
-        test = rule.test  # None: no conditions; else the check or the conjunction
+    for rule, test in compiled_route.trial(params):  # test: what is left to check of the rule
         if test is None or test(features):
             if rule.effects:
                 nonce = f"{seed}:{calls_key}:{route_calls}"

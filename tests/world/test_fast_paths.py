@@ -355,3 +355,56 @@ def test_a_rules_test_answers_as_matches_and_effects_keep_their_split_path() -> 
             else next((p for p in (effect.set, effect.incr, effect.append) if p is not None), "")
         )
         assert path == split_path(field)
+
+
+def _random_rules(rng: random.Random) -> list[dict[str, Any]]:
+    values = ["a", "b", "c"]
+    shapes = [
+        lambda: [{"at": "path.x", "eq": rng.choice(values)}],
+        lambda: [
+            {"at": "path.x", "eq": rng.choice(values)},
+            {"at": "header.h", "present": rng.random() < 0.5},
+        ],
+        lambda: [
+            {"at": "path.x", "eq": rng.choice(values)},
+            {"at": "header.h", "ne": "1"},
+            {"at": "query.q", "present": True},
+        ],
+        lambda: [{"at": "header.h", "eq": "1"}],
+        lambda: [],
+        lambda: [{"at": "header.h", "present": True}, {"at": "path.x", "eq": rng.choice(values)}],
+        lambda: [{"at": "path.x", "eq": "{{query.q}}"}],
+        lambda: [{"at": "path.x", "ne": rng.choice(values)}],
+        lambda: [{"at": "path.y", "eq": rng.choice(values)}],  # a second guarded parameter
+    ]
+    weights = [5, 4, 2, 2, 1, 1, 1, 1, 0.3]
+    return [
+        {"id": f"r{i}", "when": rng.choices(shapes, weights)[0](), "respond": {"body": {"i": i}}}
+        for i in range(rng.randrange(0, 9))
+    ]
+
+
+def test_rules_filed_by_their_path_guard_answer_as_trying_every_rule() -> None:
+    # CompiledRoute.trial skips the rules whose first condition reads another value of the path
+    # parameter; the first rule that matches must be the one trying every rule finds.
+    rng = random.Random(17)
+    filed = 0
+    for _ in range(300):
+        world = WorldDef.model_validate(
+            {
+                "id": "w",
+                "title": "W",
+                "routes": [{"method": "GET", "path": "/a/{x}/{y}", "rules": _random_rules(rng)}],
+            }
+        )
+        ((route, _),) = compiled(world).match_routes("/a/1/2")
+        filed += route.guard is not None
+        for _ in range(30):
+            params = {"x": rng.choice(["a", "b", "c", "zz"]), "y": rng.choice(["a", "b"])}
+            headers = rng.choice([{}, {"h": "1"}, {"h": "2"}])
+            query = rng.choice([{}, {"q": "a"}, {"q": "b"}])
+            features = Features("GET", params, query, headers, "none", None, {}, {}, 0)
+            tried = [rule.rule.id for rule, test in route.trial(params) if test is None or test(features)]
+            every = [rule.rule.id for rule in route.rules if rule.matches(features)]
+            assert tried == every, (world, params, headers, query)  # every rule that matches, in order
+    assert filed > 150  # most routes were filed
