@@ -68,7 +68,10 @@ class Toolbox:
             return ToolResult.failed("parsing", f"Tool {preview(name, 200)} not found")
         try:
             reuse = scanned is not None and scanned.value is arguments and not scanned.repaired
-            checked = scanned if reuse and scanned is not None else scan(decode_arguments(arguments))
+            if reuse and scanned is not None:
+                checked = scanned
+            else:  # an arguments object (the usual) is its own decoding
+                checked = scan(arguments if type(arguments) is dict else decode_arguments(arguments))
             decoded = checked.value
             quick = _quick_check(name)
             if quick is None or not quick.admits(decoded):

@@ -144,7 +144,7 @@ def dispatch(
     method = request.method.upper()
     if world.serve_openapi and path == "/openapi.json" and method == "GET":
         return Outcome(state, _json(200, plan.openapi))
-    routes = plan.routes_for(path)
+    routes = plan.matched.get(path) or plan.routes_for(path)  # the memo read inline (a hit: most requests)
     if not routes.found:
         if path != "/" and path.endswith("/") and plan.routes_for(path.rstrip("/")).found:
             tail = f"?{query_string}" if query_string else ""
