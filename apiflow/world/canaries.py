@@ -168,6 +168,17 @@ class CanaryCodec:
             headers = unsalted
         return HttpRequest(request.method, self._unsalt_text(request.url), headers, body)
 
+    def _holds_literal(self, text: str) -> bool:
+        """Whether some literal occurs in ``text``: the outbound pattern can match only then.
+
+        A substring test per literal (a task has a handful) is a fraction of the regex's scan, which
+        tries the alternation at every character of a body that, most often, holds none of them.
+        """
+        for literal in self._kept:
+            if literal in text:
+                return True
+        return False
+
     def outbound(self, response: HttpResponse) -> HttpResponse:
         """The response as the agent sees it: every literal in its per-trial form."""
         if self._out is None:
@@ -178,10 +189,10 @@ class CanaryCodec:
             joined = "\n".join(headers.values())
         except TypeError:
             joined = _joined(headers)
-        if self._out.search(joined):
+        if self._holds_literal(joined) and self._out.search(joined):
             headers = {k: self.salt_text(v) if isinstance(v, str) else v for k, v in headers.items()}
         headers[SCOPE_HEADER[0]] = SCOPE_HEADER[1]
-        if not self._out.search(text):
+        if not (self._holds_literal(text) and self._out.search(text)):
             # nothing to salt in the body (most responses): the world's own body and text
             return HttpResponse(response.status, headers, response.body, response.text)
         salted_text = self.salt_text(text)

@@ -277,6 +277,13 @@ def test_codec_fast_paths_agree_with_the_plain_forms() -> None:
     assert seen.url == "/v3/x/smk-e36f-0db4"
     plain = HttpRequest("GET", "/v3/y", {"accept": "application/json"}, None)
     assert codec.inbound(plain).headers is plain.headers
+    # outbound tests for a literal before the regex: the pattern never matches a text that holds none
+    rng = random.Random(4)
+    pieces = [*LITERALS, *codec.forward.values(), "smk-", "tk_", "~", "-e36f", " ", '"', "x"]
+    for _ in range(3000):
+        text = "".join(rng.choices(pieces, k=rng.randrange(0, 6)))
+        assert codec._holds_literal(text) == any(v in text for v in codec._kept)
+        assert not codec._out.search(text) or codec._holds_literal(text), text  # type: ignore[union-attr]
 
 
 def _two_updates(state: Any, key: str, calls: int, auth: Any) -> Any:
