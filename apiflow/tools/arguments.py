@@ -119,7 +119,10 @@ class QuickCheck:
             types = accepted.get(name)
             if types is None or type(value) not in types:
                 return False
-        return all(name in arguments for name in self.required)
+        for name in self.required:  # a loop, not all(<genexpr>): this runs on every call
+            if name not in arguments:
+                return False
+        return True
 
 
 def _flat_types(prop: dict[str, Any]) -> tuple[type, ...] | None:

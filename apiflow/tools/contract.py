@@ -149,7 +149,8 @@ def execute(
     if (request is None) == (target is None):
         raise ToolError(EXACTLY_ONE_TARGET)
     if request is not None:
-        return execute_request(ctx.workspace, ctx.send, _as_object(request, REQUEST_NOT_OBJECT), None)
+        content = request if type(request) is dict else _as_object(request, REQUEST_NOT_OBJECT)
+        return execute_request(ctx.workspace, ctx.send, content, None)
     ref = parse_entity_ref(target)
     if ref.kind != "request":
         raise ToolError(f"execute() target must be a request entity, got kind={ref.kind!r}.")

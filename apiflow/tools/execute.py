@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from apiflow.tools.refs import EntityRef, make_ref
+from apiflow.tools.refs import EntityRef, ref_from_data
 from apiflow.tools.result import ToolError
 from apiflow.tools.workspace import Exchange, Workspace
 from apiflow.world.errors import TransportError
@@ -36,7 +36,7 @@ GRAPHQL_PATH = "/graphql"
 MCP_PATH = "/mcp"
 # What h11 refuses: in a name, whitespace, ":" and control characters; in a value, CR, LF and NUL.
 _BAD_HEADER_NAME = re.compile(r"[ \t:\r\n\x00]")
-_BAD_HEADER_VALUE = re.compile(r"[\r\n\x00]")
+_BAD_HEADER_VALUE = re.compile(r"[\r\n\x00]|\A[ \t]|[ \t]\Z")  # or space/tab at either end
 
 
 class Outgoing(NamedTuple):
@@ -110,21 +110,40 @@ def _declared_length_too_small(headers: dict[str, str], lowered: dict[str, str],
 def build_outgoing(content: dict[str, Any]) -> Outgoing:
     """Validate request content the way the HTTP client would and build the world's request.
 
+    The usual request (REST, string method and URL, a headers object of strings) is read inline;
+    the checks, their order and their errors are those of ``_protocol_fields`` and ``_check_headers``.
+
     Raises:
         ToolError: ``execute failed: ...`` for a request the client refuses to send.
     """
-    protocol, method, url, body = _protocol_fields(content)
-    if not isinstance(method, str):
+    protocol = content.get("protocol") or "rest"
+    if protocol == "rest":  # the usual request (only the string "rest" equals it): no case to fold
+        method, url, body = content.get("method") or "GET", content.get("url") or "", content.get("body")
+    else:
+        protocol, method, url, body = _protocol_fields(content)
+    if type(method) is not str and not isinstance(method, str):
         raise ToolError(f"execute failed: method must be a string, not {type(method)}")
-    if not isinstance(url, str):
+    if type(url) is not str and not isinstance(url, str):
         raise ToolError(f"execute failed: url must be a string, not {type(url)}")
     try:
         view = _server_view(url) if len(url) <= _VIEW_MEMO_URL else server_view(url)
     except ValueError as exc:  # e.g. "Invalid IPv6 URL": the HTTP client refuses it before sending
         raise ToolError(f"execute failed: {exc}") from None
-    headers = _check_headers(content.get("headers"))
-    lowered = {name.lower(): value for name, value in headers.items()} if headers else {}
-    if headers and _declared_length_too_small(headers, lowered, body):
+    headers = content.get("headers")
+    lowered: dict[str, Any] = {}
+    if headers is None:
+        headers = {}
+    elif type(headers) is not dict:
+        headers = _check_headers(headers)
+        lowered = {name.lower(): value for name, value in headers.items()}
+    elif headers:
+        for name in headers:  # ``_check_headers`` and the lowered map in one loop
+            value = headers[name]
+            if type(value) is not str:
+                _check_headers(headers)  # raises for the first value that is not a string
+            lowered[name.lower()] = value
+    # Only a header that lowers to content-length can make the declared length too small.
+    if "content-length" in lowered and _declared_length_too_small(headers, lowered, body):
         raise ToolError("execute failed: Too much data for declared Content-Length")
     upper = method.upper()
     http = HttpRequest(upper, url, lowered, body)
@@ -149,11 +168,22 @@ def wire_failure(headers: dict[str, str]) -> str | None:
     network-error result, e.g. ``network: LocalProtocolError: Illegal header value b'Bearer '``.
     """
     for name, value in headers.items():
+        if (name, value) in _CLEAN_HEADERS:
+            continue
         if not name or _BAD_HEADER_NAME.search(name):
             return f"network: LocalProtocolError: Illegal header name {name.encode()!r}"
-        if value != value.strip(" \t") or _BAD_HEADER_VALUE.search(value):
+        if _BAD_HEADER_VALUE.search(value):
             return f"network: LocalProtocolError: Illegal header value {value.encode()!r}"
+        if len(_CLEAN_HEADERS) >= _CLEAN_MEMO:
+            _CLEAN_HEADERS.clear()
+        _CLEAN_HEADERS.add((name, value))
     return None
+
+
+_CLEAN_MEMO = 4096
+_CLEAN_HEADERS: set[tuple[str, str]] = set()
+"""Header (name, value) pairs found fit for the wire: a pure function of the two strings, and an
+agent sends the same bearer header on every call (bounded: emptied when full)."""
 
 
 def response_content(response: HttpResponse, outgoing: Outgoing) -> dict[str, Any]:
@@ -192,8 +222,13 @@ def execute_request(
     # Room for the request and response entities, checked before the world sees the request:
     # a send whose evidence could not be stored would change the world unrecorded.
     workspace.ensure_room(2 if inline else 1)
-    ref = make_ref("request", workspace.ids.request_id()) if request_ref is None else request_ref
-    request_key = str(ref)  # the ref strings are made once here and handed on
+    if request_ref is None:
+        request_id = workspace.ids.request_id()
+        ref = ref_from_data({"kind": "request", "id": request_id, "parent": None})  # make_ref's
+        request_key = f"request:{request_id}"  # str(ref): the ref strings are made once here
+    else:
+        ref = request_ref
+        request_key = str(ref)
     failure = wire_failure(outgoing.sent["headers"])
     response: HttpResponse | None = None
     if failure is None:
@@ -209,7 +244,7 @@ def execute_request(
         workspace.record_exchange(Exchange(request_key, None, outgoing.sent, None, failure))
         return dumps({"error": failure, "request_ref": request_key})
     response_id = workspace.ids.response_id()
-    response_ref = make_ref("response", response_id, parent=ref)
+    response_ref = ref_from_data({"kind": "response", "id": response_id, "parent": ref})
     response_key = f"{request_key}/response:{response_id}"  # str(response_ref)
     seen = response_content(response, outgoing)
     workspace.put_entity(response_ref, seen, "execute", key=response_key, room_checked=True)
@@ -218,7 +253,7 @@ def execute_request(
         {
             "response_ref": response_key,
             "status": response.status,
-            "headers": dict(response.headers),
+            "headers": seen["headers"],  # the entity's copy, only encoded here
             "body_preview": body_preview(response),
         }
     )

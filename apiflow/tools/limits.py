@@ -17,8 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from apiflow.tools.result import ToolError
 
@@ -83,9 +82,8 @@ class NotJson(Exception):
     """The value holds something JSON cannot carry (a non-string key, NaN, a set, an object)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Scan:
-    """What ``scan`` found.
+class Scan(NamedTuple):
+    """What ``scan`` found (a NamedTuple: immutable, and built on every tool call).
 
     Attributes:
         value: The value, with lone surrogates replaced (the same object when nothing changed).
@@ -228,9 +226,115 @@ def scan(value: Any, max_chars: int = ARGUMENT_CHARS, max_depth: int = ARGUMENT_
         LimitError: ``argument_chars`` or ``argument_depth``.
         NotJson: The value is not JSON data.
     """
+    kind = type(value)
+    if kind is dict or kind is list:
+        chars = _plain_chars(value, max_chars, max_depth)
+        if chars >= 0:
+            return Scan(value, chars, 0)
     walk = _Walk(max_chars, max_depth)
     fixed = walk.value(value, 1)
     return Scan(fixed, walk.chars, walk.repaired)
+
+
+_SMALL_INT = 1024
+_SMALL_INT_CHARGE = tuple(2 + abs(n).bit_length() // 3 for n in range(-_SMALL_INT + 1, _SMALL_INT))
+"""``_Walk``'s charge of each int in (-1024, 1024), indexed by ``n + 1023``."""
+
+
+def _plain_chars(value: dict[Any, Any] | list[Any], max_chars: int, max_depth: int) -> int:
+    """``scan``'s size of an argument value that is plain JSON data within the bounds, else -1.
+
+    Plain: plain dicts with string keys, plain lists, strings without lone surrogates, bools,
+    None, finite floats, ints JSON can write, no deeper than ``max_depth``, no larger than
+    ``max_chars``. Nearly every call is plain, and for such a value the walk would repair nothing,
+    return the value itself and raise nothing, so only its size is needed: the charges are summed
+    here in one loop, without a Python call per container or a method call per string (every
+    string is appended to one text, measured and checked for unicode once). Anything else (-1)
+    goes to ``_Walk``, which alone decides errors and their order (a bound crossed before some
+    other error, in document order) and repairs. The loop gives up at the first item or
+    container met past the bound, so a huge value costs no more than the bound here either
+    (but for the strings of that one container, which are copied once: model text is
+    length-checked before it is decoded, so only the harness's own objects can be that large).
+    """
+    texts = ""  # every key and string leaf, concatenated
+    chars = 0  # every charge but the strings' lengths
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        node, depth = pending[-1]
+        del pending[-1]  # a pop without a method call
+        if depth > max_depth or chars + len(texts) > max_chars:
+            return -1
+        chars += 2
+        inner = depth + 1
+        if type(node) is dict:
+            for key in node:
+                if type(key) is not str:
+                    return -1
+                item = node[key]
+                kind = type(item)
+                texts += key
+                if kind is str:
+                    texts += item
+                    chars += 6  # the key's quotes, the item's, the pair's separators
+                    if chars > max_chars:  # every item adds to chars: a wide container stops here
+                        return -1
+                    continue
+                chars += 4  # the key's quotes and the pair's separators
+                if chars > max_chars:
+                    return -1
+                if kind is dict or kind is list:
+                    pending += ((item, inner),)
+                elif item is None or kind is bool:
+                    chars += 5
+                elif kind is int:
+                    if -_SMALL_INT < item < _SMALL_INT:
+                        chars += _SMALL_INT_CHARGE[item + _SMALL_INT - 1]
+                    else:
+                        bits = item.bit_length()
+                        if bits > _INT_BITS:
+                            return -1
+                        chars += 2 + bits // 3
+                elif kind is float and item - item == 0.0:  # finite (inf - inf and NaN are NaN)
+                    chars += 20
+                else:
+                    return -1
+        else:
+            for item in node:
+                kind = type(item)
+                if kind is str:
+                    texts += item
+                    chars += 3  # the item's quotes and its separator
+                    if chars > max_chars:
+                        return -1
+                    continue
+                chars += 1
+                if chars > max_chars:
+                    return -1
+                if kind is dict or kind is list:
+                    pending += ((item, inner),)
+                elif item is None or kind is bool:
+                    chars += 5
+                elif kind is int:
+                    if -_SMALL_INT < item < _SMALL_INT:
+                        chars += _SMALL_INT_CHARGE[item + _SMALL_INT - 1]
+                    else:
+                        bits = item.bit_length()
+                        if bits > _INT_BITS:
+                            return -1
+                        chars += 2 + bits // 3
+                elif kind is float and item - item == 0.0:
+                    chars += 20
+                else:
+                    return -1
+    chars += len(texts)
+    if chars > max_chars:
+        return -1
+    if not texts.isascii():
+        try:
+            texts.encode()  # no string holds a lone surrogate (a pair is two code points too)
+        except UnicodeEncodeError:
+            return -1
+    return chars
 
 
 def writable_text(text: str) -> str:
@@ -253,6 +357,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_BOUNDED = json.JSONDecoder(parse_constant=_reject_constant)
+"""``json.loads(text, parse_constant=_reject_constant)`` builds this decoder on every call."""
+
+
 def loads_bounded(text: str) -> Any:
     """``json.loads`` for model-written text: bounded size and depth, no NaN/Infinity.
 
@@ -263,7 +371,10 @@ def loads_bounded(text: str) -> Any:
     if len(text) > ARGUMENT_CHARS:
         raise LimitError("argument_chars", f"The JSON text holds {len(text):,} characters")
     try:
-        decoded = json.loads(text, parse_constant=_reject_constant)
+        if type(text) is str and not text.startswith("\ufeff"):
+            decoded = _BOUNDED.decode(text)  # what json.loads(text, parse_constant=...) runs, one decoder
+        else:
+            decoded = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
         raise LimitError(
             "argument_depth", f"The JSON text nests deeper than {ARGUMENT_DEPTH} levels"

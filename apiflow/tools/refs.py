@@ -97,6 +97,13 @@ def make_ref(kind: EntityKind, ident: str, parent: EntityRef | None = None) -> E
     """Build a reference from its parts.
 
     Validated rather than ``model_construct``-ed: pydantic-core's validation of three fields
-    is about twice as fast as the pure-Python ``model_construct``, and it checks the kind.
+    is about twice as fast as the pure-Python ``model_construct``, and it checks the kind. The
+    validator is called straight (what ``EntityRef(kind=..., id=..., parent=...)`` does through
+    ``BaseModel.__init__``): the same model, the same fields set, one Python call less.
     """
-    return EntityRef(kind=kind, id=ident, parent=parent)
+    return ref_from_data({"kind": kind, "id": ident, "parent": parent})  # type: ignore[no-any-return]
+
+
+ref_from_data = EntityRef.__pydantic_validator__.validate_python
+"""``EntityRef`` from its fields ``{"kind", "id", "parent"}``: the validation ``EntityRef(**data)`` runs,
+without ``BaseModel.__init__``'s Python frame (twice per execute)."""

@@ -63,12 +63,15 @@ class Toolbox:
                 intake). Taken only when it is of this very object and repaired nothing: then it
                 is exactly the scan this call would make, and the walk is not done twice.
         """
-        function = _FUNCTIONS.get(name) if isinstance(name, str) else None
+        function = _FUNCTIONS.get(name) if type(name) is str or isinstance(name, str) else None
         if function is None:
             return ToolResult.failed("parsing", f"Tool {preview(name, 200)} not found")
         try:
             reuse = scanned is not None and scanned.value is arguments and not scanned.repaired
-            checked = scanned if reuse and scanned is not None else scan(decode_arguments(arguments))
+            if reuse and scanned is not None:
+                checked = scanned
+            else:  # an arguments object (the usual) is its own decoding
+                checked = scan(arguments if type(arguments) is dict else decode_arguments(arguments))
             decoded = checked.value
             quick = _quick_check(name)
             if quick is None or not quick.admits(decoded):
@@ -92,4 +95,4 @@ class Toolbox:
             message = f"{detail} (limit tool_result_chars = {TOOL_RESULT_CHARS:,}); read or search for less."
             return ToolResult.failed("unknown", message, limit="tool_result_chars")
         terminated = name if name in TERMINATING_TOOLS else None
-        return ToolResult.ok(content, terminated)  # type: ignore[arg-type]
+        return ToolResult(content, None, terminated)  # type: ignore[arg-type]  # ToolResult.ok's

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from apiflow.world.http import HttpRequest, HttpResponse, body_text
-from apiflow.world.jsontext import dumps_unicode
+from apiflow.world.jsontext import dumps_unicode, loads
 
 CANARY_SHAPE = re.compile(r"(?:[a-z]{2,6}-[0-9a-f]{4,6}-[0-9a-f]{3,4}|tk_[a-z0-9]+(?:_[a-z0-9]+)+)")
 """Literals distinctive enough to salt: minted ids/refs (``smk-e36f-0db4``, ``smkgr-2c8a6c-736``)
@@ -151,14 +150,34 @@ class CanaryCodec:
         if self._in is None:
             return request
         body = request.body
-        if isinstance(body, str):
+        if body is None:
+            pass
+        elif type(body) is str or isinstance(body, str):
             body = self._unsalt_text(body)
         elif isinstance(body, dict | list):
             body = _via_json(body, self._unsalt_text, self._in)
         headers = request.headers
-        if self._in.search(_joined(headers)):
-            headers = {k: self._unsalt_text(v) if isinstance(v, str) else v for k, v in headers.items()}
+        try:
+            joined = "\n".join(headers.values())  # _joined's usual case, without its call
+        except TypeError:
+            joined = _joined(headers)
+        if joined and self._in.search(joined):
+            unsalted = {}
+            for name, value in headers.items():  # a loop: no comprehension frame per request
+                unsalted[name] = self._unsalt_text(value) if isinstance(value, str) else value
+            headers = unsalted
         return HttpRequest(request.method, self._unsalt_text(request.url), headers, body)
+
+    def _holds_literal(self, text: str) -> bool:
+        """Whether some literal occurs in ``text``: the outbound pattern can match only then.
+
+        A substring test per literal (a task has a handful) is a fraction of the regex's scan, which
+        tries the alternation at every character of a body that, most often, holds none of them.
+        """
+        for literal in self._kept:
+            if literal in text:
+                return True
+        return False
 
     def outbound(self, response: HttpResponse) -> HttpResponse:
         """The response as the agent sees it: every literal in its per-trial form."""
@@ -166,16 +185,20 @@ class CanaryCodec:
             return response
         text = response.text if response.text is not None else body_text(response.body)
         headers = dict(response.headers)
-        if self._out.search(_joined(headers)):
+        try:
+            joined = "\n".join(headers.values())
+        except TypeError:
+            joined = _joined(headers)
+        if self._holds_literal(joined) and self._out.search(joined):
             headers = {k: self.salt_text(v) if isinstance(v, str) else v for k, v in headers.items()}
         headers[SCOPE_HEADER[0]] = SCOPE_HEADER[1]
-        if not self._out.search(text):
+        if not (self._holds_literal(text) and self._out.search(text)):
             # nothing to salt in the body (most responses): the world's own body and text
             return HttpResponse(response.status, headers, response.body, response.text)
         salted_text = self.salt_text(text)
         # Literals hold no JSON-special characters, so salting the serialised text and parsing it
         # back is the salted body (and far cheaper than walking it in Python).
-        body = salted_text if isinstance(response.body, str) else json.loads(salted_text)
+        body = salted_text if isinstance(response.body, str) else loads(salted_text)
         return HttpResponse(
             response.status, headers, body, salted_text if response.text is not None else None
         )
@@ -231,7 +254,7 @@ def _via_json(value: Any, fn: Callable[[str], str], pattern: re.Pattern[str]) ->
     if not pattern.search(text):
         return value
     try:
-        return json.loads(fn(text))
+        return loads(fn(text))
     except ValueError:  # a replacement that broke the JSON (cannot happen with id-shaped literals)
         return _walk(value, fn)
 

@@ -144,6 +144,21 @@ def compile_condition(condition: Condition) -> Check:
     return lambda features: _compare(op, read(features), operand)
 
 
+def path_guard(condition: Condition) -> tuple[str, str] | None:
+    """``(parameter, value)`` when ``condition`` is ``eq`` on one path parameter against a constant
+    string (bank/v1's most common condition, and most rules' first): its check is then
+    ``features.path_params.get(parameter) == value`` (``_text_equality``), so a route can file its
+    rules by that value. Else None.
+    """
+    if condition.at is None or condition.model_fields_set - {"at"} != {"eq"}:
+        return None
+    address = address_of(condition.at)
+    rendered = compile_template(condition.eq)
+    if address.head != "path" or len(address.parts) != 1 or not isinstance(rendered, Constant):
+        return None
+    return (address.parts[0], rendered.value) if type(rendered.value) is str else None
+
+
 def _text_equality(eq: bool, address: Address, read: Callable[[Features], Any], constant: str) -> Check:
     """``eq``/``ne`` against a constant string: ``_equal`` is then ``==`` itself.
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
+from apiflow.world.jsontext import loads
 from apiflow.world.state import MISSING, get_in, split_path
 
 
@@ -22,8 +22,14 @@ class ParsedUrl(NamedTuple):
 
 def parse_url(url: str) -> ParsedUrl:
     """Split a relative or absolute URL the way a server sees it (the query dict is the caller's own)."""
-    netloc, path, query_string = _split(url) if len(url) <= _SPLIT_MEMO_URL else _split.__wrapped__(url)
-    return ParsedUrl(netloc, path, _query(query_string) if query_string else {}, query_string)
+    netloc, path, query_string = split_url(url)
+    return ParsedUrl(netloc, path, parse_query(query_string) if query_string else {}, query_string)
+
+
+def split_url(url: str) -> tuple[str, str, str]:
+    """``parse_url``'s netloc, path and query string, without the query's dict (dispatch makes it
+    only for a request that reaches a route)."""
+    return _split(url) if len(url) <= _SPLIT_MEMO_URL else _split.__wrapped__(url)
 
 
 _SPLIT_MEMO_URL = 2048
@@ -39,7 +45,7 @@ def _split(url: str) -> tuple[str, str, str]:
     return parts.netloc, path, parts.query
 
 
-def _query(query: str) -> dict[str, str]:
+def parse_query(query: str) -> dict[str, str]:
     """Last-value-wins query parameters, blank values kept (``parse_qsl`` semantics)."""
     if "%" in query or "+" in query or ";" in query:
         return dict(parse_qsl(query, keep_blank_values=True))
@@ -58,7 +64,7 @@ def parse_body(body: Any) -> tuple[str, Any]:
     if not isinstance(body, str):
         return "json", body
     try:
-        return "json", json.loads(body)
+        return "json", loads(body)
     except (ValueError, RecursionError):  # a body nested past the recursion limit is text, not a crash
         pass
     if "=" in body and " " not in body.strip():

@@ -75,14 +75,24 @@ class WorldSession:
     def send(self, request: HttpRequest) -> HttpResponse:
         """Answer one request, advancing the session state."""
         for value in request.headers.values():
-            if not isinstance(value, str):
+            if type(value) is not str and not isinstance(value, str):
                 raise TransportError(f"Header value must be str or bytes, not {type(value)}", kind="invalid")
         outcome = dispatch(self.world, self.state, request, self.live_netloc, self.seed, self._plan)
         self.state = outcome.state
         self.requests_served += 1
         response = outcome.response
-        text = response.text if response.text is not None else body_text(response.body)
-        headers = self._transport_headers(response, text)
+        body = response.body
+        text = response.text if response.text is not None else body_text(body)
+        # The transport's headers, as uvicorn sends them.
+        headers = {
+            "date": _date_after(self._clock, self.requests_served),
+            "server": "uvicorn",
+            "content-length": str(len(text) if text.isascii() else len(text.encode())),
+        }
+        if body is not None and type(body) is not str and not isinstance(body, str):
+            headers["content-type"] = "application/json"
+        elif text:
+            headers["content-type"] = "text/plain; charset=utf-8"
         if outcome.route is not None and outcome.route.deprecated is not None:
             dep = outcome.route.deprecated
             headers["x-deprecated"] = "true"
@@ -92,14 +102,6 @@ class WorldSession:
                 headers["x-superseded-by"] = dep.superseded_by
             if dep.warning:
                 headers["warning"] = dep.warning
-        headers.update(response.headers)
+        if response.headers:
+            headers.update(response.headers)
         return HttpResponse(response.status, headers, response.body, text)
-
-    def _transport_headers(self, response: HttpResponse, text: str) -> dict[str, str]:
-        headers = {"date": _date_after(self._clock, self.requests_served), "server": "uvicorn"}
-        headers["content-length"] = str(len(text) if text.isascii() else len(text.encode()))
-        if response.body is not None and not isinstance(response.body, str):
-            headers["content-type"] = "application/json"
-        elif text:
-            headers["content-type"] = "text/plain; charset=utf-8"
-        return headers

@@ -124,7 +124,18 @@ def _compile_dict(template: dict[str, Any]) -> Evaluator:
     items = [(k, compile_template(v)) for k, v in template.items()]
     if all(isinstance(ev, Constant) for _, ev in items):
         return Constant(template)
-    return lambda features: {k: ev(features) for k, ev in items}
+    # Each key with its constant value, or with None and the evaluator of a templated one: a
+    # constant is taken as it is, without its call, and the object is built by a loop (a
+    # comprehension is a call of its own on Python 3.11). Keys keep the template's order.
+    parts = [(k, ev.value, None) if isinstance(ev, Constant) else (k, None, ev) for k, ev in items]
+
+    def evaluate(features: Features) -> dict[str, Any]:
+        out = {}
+        for key, value, evaluator in parts:
+            out[key] = value if evaluator is None else evaluator(features)
+        return out
+
+    return evaluate
 
 
 def _compile_list(template: list[Any]) -> Evaluator:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 
 import pytest
 
-from apiflow.tools import Toolbox, Workspace
-from apiflow.tools.execute import _server_view, body_preview, server_view
+from apiflow.tools import Toolbox, ToolError, Workspace
+from apiflow.tools import execute as execute_module
+from apiflow.tools.execute import _server_view, body_preview, build_outgoing, server_view, wire_failure
 from apiflow.world.errors import TransportError
 from apiflow.world.http import HttpResponse
 
@@ -230,3 +233,57 @@ def test_the_remembered_server_view_is_server_view() -> None:
         with pytest.raises(ValueError) as remembered:
             _server_view(bad)
         assert str(remembered.value) == str(plain.value)
+
+
+def _plain_wire_failure(headers: dict[str, str]) -> str | None:
+    # wire_failure as it was: a name search, a strip and a value search per header, no memo.
+    for name, value in headers.items():
+        if not name or re.search(r"[ \t:\r\n\x00]", name):
+            return f"network: LocalProtocolError: Illegal header name {name.encode()!r}"
+        if value != value.strip(" \t") or re.search(r"[\r\n\x00]", value):
+            return f"network: LocalProtocolError: Illegal header value {value.encode()!r}"
+    return None
+
+
+def test_wire_failure_with_its_memo_is_the_plain_check() -> None:
+    rng = random.Random(11)
+    pieces = ["a", "B", "x-id", " ", "\t", ":", "\r", "\n", "\x00", "Bearer tk", "é", ""]
+    for _ in range(3000):
+        headers = {
+            "".join(rng.choices(pieces, k=rng.randrange(0, 3))): "".join(
+                rng.choices(pieces, k=rng.randrange(0, 4))
+            )
+            for _ in range(rng.randrange(1, 4))
+        }
+        assert wire_failure(headers) == _plain_wire_failure(headers) == wire_failure(headers), headers
+    for _ in range(execute_module._CLEAN_MEMO + 5):  # bounded: emptied when full
+        wire_failure({"x-n": str(rng.random())})
+    assert len(execute_module._CLEAN_HEADERS) <= execute_module._CLEAN_MEMO
+
+
+class _Text(str):
+    """A str subclass: accepted as a header value, as the client accepts it."""
+
+
+def test_inline_request_reading_refuses_and_accepts_as_the_checks_did() -> None:
+    def outcome(headers: object) -> object:
+        try:
+            out = build_outgoing({"method": "get", "url": "/a", "headers": headers, "body": {"k": 1}})
+        except ToolError as exc:
+            return exc.message
+        return out.http.headers, out.sent["headers"], out.http.method
+
+    assert outcome(None) == ({}, {}, "GET") and outcome({}) == ({}, {}, "GET")
+    assert outcome({"A": "1", "b": _Text("2")}) == ({"a": "1", "b": "2"}, {"A": "1", "b": "2"}, "GET")
+    assert outcome(["x"]) == (
+        "execute failed: headers must be an object of name: value strings, not <class 'list'>"
+    )
+    # The first value that is not a string is the one named, wherever it stands.
+    for headers in ({"a": 1, "b": None}, {"a": "1", "b": 2.5, "c": None}, {"a": "1", "b": [], "c": 3}):
+        first = next(v for v in headers.values() if not isinstance(v, str))
+        assert outcome(headers) == f"execute failed: Header value must be str or bytes, not {type(first)}"
+    # A method or URL that is not a string is refused before the headers are looked at.
+    with pytest.raises(ToolError, match="method must be a string"):
+        build_outgoing({"method": 1, "url": "/a", "headers": {"a": 1}})
+    with pytest.raises(ToolError, match="url must be a string"):
+        build_outgoing({"url": ["/a"], "headers": ["x"]})

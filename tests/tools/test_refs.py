@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
-from apiflow.tools.refs import EntityRef, parse_entity_ref
+from apiflow.tools.refs import EntityRef, make_ref, parse_entity_ref
 from apiflow.tools.result import ToolError
 
 TAIL = "\n    For further information visit https://errors.pydantic.dev/2.13/v/"
@@ -69,3 +70,17 @@ def test_string_parent_is_refused_even_inside_a_json_string() -> None:
 
 def test_missing_id() -> None:
     assert "id\n  Field required [type=missing" in _error({"kind": "spec"})
+
+
+def test_make_ref_is_the_model_built_with_keywords() -> None:
+    # make_ref calls pydantic-core's validator straight: the same model, fields set and errors.
+    request = make_ref("request", "req-1")
+    for made, built in (
+        (request, EntityRef(kind="request", id="req-1", parent=None)),
+        (make_ref("response", "resp-2", request), EntityRef(kind="response", id="resp-2", parent=request)),
+    ):
+        assert made == built and str(made) == str(built)
+        assert made.model_fields_set == built.model_fields_set == {"kind", "id", "parent"}
+    assert make_ref("response", "resp-2", request).parent is request
+    with pytest.raises(ValidationError):
+        make_ref("nope", "x")  # type: ignore[arg-type]

@@ -149,3 +149,58 @@ def test_toolbox_takes_a_clean_scan_of_the_same_object_only() -> None:
     repaired = box()
     repaired.call("write", arguments, Scan(arguments, 10**9, 1))
     assert other.workspace.stored_chars == repaired.workspace.stored_chars == plain.workspace.stored_chars
+
+
+def _plain(rng: random.Random, depth: int) -> Any:
+    """Plain JSON data: what ``limits._plain_chars`` sizes without the walk."""
+    if depth > 4 or rng.random() < 0.35:
+        return rng.choice(
+            [
+                None,
+                rng.random() < 0.5,
+                rng.randrange(-2000, 2000),
+                rng.randrange(-(10**30), 10**30),
+                rng.random() * 100,
+                -0.0,
+                "".join(rng.choice('ab-_/ "\\\u00e9\u4e2d\U0001f600') for _ in range(rng.randrange(0, 20))),
+            ]
+        )
+    if rng.random() < 0.5:
+        return {
+            rng.choice(["k", "key-\u00e9", ""]) + str(i): _plain(rng, depth + 1)
+            for i in range(rng.randrange(0, 6))
+        }
+    return [_plain(rng, depth + 1) for _ in range(rng.randrange(0, 6))]
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_plain_values_are_sized_in_one_loop_as_the_walk_sizes_them(seed: int) -> None:
+    # scan's shortcut for plain data: the same size as the reference walk, and it declines (-1, the
+    # walk then decides) as soon as the value is past a bound, so it never words an error itself.
+    rng = random.Random(seed)
+    big, deep = limits.ARGUMENT_CHARS, limits.ARGUMENT_DEPTH
+    for _ in range(300):
+        value = {"v": _plain(rng, 0)}
+        walk = _Reference(big, deep)
+        assert walk.value(value, 1) is value and walk.repaired == 0
+        assert limits._plain_chars(value, big, deep) == walk.chars
+        assert limits._plain_chars(value, walk.chars, deep) == walk.chars
+        assert limits._plain_chars(value, walk.chars - 1, deep) == -1
+        assert limits._plain_chars(value, big, _depth(value) - 1) == -1
+        assert scan(value) == Scan(value, walk.chars, 0)
+    # Anything not plain is left to the walk: a tuple, a subclass, a lone surrogate, a non-string
+    # key, a number JSON cannot write, a cycle.
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    for odd in ((1,), _Key("k"), "\ud800", {1: 2}, math.inf, math.nan, 1 << 20_000, object(), cycle):
+        assert limits._plain_chars({"v": odd}, big, deep) == -1
+        assert limits._plain_chars([odd], big, deep) == -1
+    assert limits._plain_chars({_Key("k"): 1}, big, deep) == -1

@@ -19,9 +19,10 @@ from apiflow.world import HttpRequest, WorldDef, WorldSession
 from apiflow.world.canaries import CanaryCodec, suffix
 from apiflow.world.compiled import MATCH_MEMO, MATCH_MEMO_PATH, compiled
 from apiflow.world.conditions import _compare, compile_condition
+from apiflow.world.dispatch import CALLS, TOKENS, _counted
 from apiflow.world.features import Features, address_of, getter_of, parse_url
 from apiflow.world.model import Condition
-from apiflow.world.state import MISSING, assoc_in, get_in
+from apiflow.world.state import MISSING, assoc_in, get_in, split_path
 
 
 def _assoc_reference(tree: Any, parts: list[str], value: Any) -> Any:
@@ -276,3 +277,141 @@ def test_codec_fast_paths_agree_with_the_plain_forms() -> None:
     assert seen.url == "/v3/x/smk-e36f-0db4"
     plain = HttpRequest("GET", "/v3/y", {"accept": "application/json"}, None)
     assert codec.inbound(plain).headers is plain.headers
+    # outbound tests for a literal before the regex: the pattern never matches a text that holds none
+    rng = random.Random(4)
+    pieces = [*LITERALS, *codec.forward.values(), "smk-", "tk_", "~", "-e36f", " ", '"', "x"]
+    for _ in range(3000):
+        text = "".join(rng.choices(pieces, k=rng.randrange(0, 6)))
+        assert codec._holds_literal(text) == any(v in text for v in codec._kept)
+        assert not codec._out.search(text) or codec._holds_literal(text), text  # type: ignore[union-attr]
+
+
+def _two_updates(state: Any, key: str, calls: int, auth: Any) -> Any:
+    new = assoc_in(state, [CALLS, key], calls)
+    if auth is not None:
+        new = assoc_in(new, [TOKENS, auth["token"], "uses"], auth["uses"] + 1)
+    return new
+
+
+def test_counting_a_call_makes_what_the_two_updates_in_turn_made() -> None:
+    # dispatch._counted copies the root once for the call count and the bearer's use; the reference
+    # is the two assoc_in updates it replaced, on states a bank never holds too.
+    rng = random.Random(5)
+    tables: list[Any] = [None, {}, {"GET /a": 2, "z": 1}, [1], 3]
+    grants: list[Any] = [None, {"uses": 1, "scopes": []}, {"uses": 0}, [0], "g"]
+    for _ in range(3000):
+        state: dict[str, Any] = {"x": rng.choice([1, {}])}
+        if rng.random() < 0.8:
+            state[CALLS] = rng.choice(tables)
+        if rng.random() < 0.8:
+            tokens: Any = rng.choice([{}, {"tk": rng.choice(grants), "other": {}}, ["tk"], 0])
+            state[TOKENS] = tokens
+        if rng.random() < 0.3:
+            state = dict(reversed(list(state.items())))  # another key order
+        auth = rng.choice([None, {"token": "tk", "uses": rng.randint(0, 3)}, {"token": "tk"}])
+        key, calls = rng.choice(["GET /a", "POST /b"]), rng.randint(1, 5)
+
+        before = repr(state)
+        args = (state, key, calls, auth)
+        assert _outcome(_counted, *args) == _outcome(_two_updates, *args), args  # repr: keys in order
+        assert repr(state) == before  # never mutated
+
+
+def test_routes_for_picks_the_first_route_of_each_method_and_the_allow_header() -> None:
+    plan = compiled(_world())
+    for path in ("/a/1", "/b", "/c", "/a/1/2", "/a/"):
+        matched = plan.match_routes(path)
+        routes = plan.routes_for(path)
+        assert [(r, p) for r, p in routes.found] == [(r, p) for r, p in matched]
+        for method in ("GET", "POST", "PUT"):
+            chosen = [(r, p) for r, p in matched if r.route.method == method]
+            assert routes.first.get(method) == (chosen[0] if chosen else None)
+        assert routes.allow == ", ".join(sorted({r.route.method for r, _ in matched}))
+
+
+def test_a_rules_test_answers_as_matches_and_effects_keep_their_split_path() -> None:
+    conditions = [
+        {"at": "path.x", "eq": "1"},
+        {"at": "query.q", "present": True},
+        {"any": [{"at": "method", "eq": "GET"}, {"at": "body.n", "gt": 2}]},
+    ]
+    rules = [{"when": conditions[:n], "respond": {"body": {}}} for n in range(4)]
+    effects = [
+        {"set": "a.b", "value": 1},
+        {"set": "", "incr": "c", "value": 1},
+        {"incr": "d.0"},
+        {"append": "e"},
+        {"mint_id": {"into": "f.g"}},
+        {"mint_token": {"value": "tk"}},
+    ]
+    rules.append({"do": effects, "respond": {"body": {}}})
+    world = WorldDef.model_validate(
+        {"id": "w", "title": "W", "routes": [{"method": "GET", "path": "/a/{x}", "rules": rules}]}
+    )
+    (route,) = compiled(world).match_routes("/a/1")
+    rng = random.Random(3)
+    for rule in route[0].rules:
+        assert (rule.test is None) == (not rule.checks)
+        for _ in range(200):
+            features = _random_features(rng)
+            assert (rule.test is None or rule.test(features)) == rule.matches(features)
+    for effect, _, path in route[0].rules[-1].effects:
+        field = (
+            effect.mint_id.into
+            if effect.mint_id
+            else next((p for p in (effect.set, effect.incr, effect.append) if p is not None), "")
+        )
+        assert path == split_path(field)
+
+
+def _random_rules(rng: random.Random) -> list[dict[str, Any]]:
+    values = ["a", "b", "c"]
+    shapes = [
+        lambda: [{"at": "path.x", "eq": rng.choice(values)}],
+        lambda: [
+            {"at": "path.x", "eq": rng.choice(values)},
+            {"at": "header.h", "present": rng.random() < 0.5},
+        ],
+        lambda: [
+            {"at": "path.x", "eq": rng.choice(values)},
+            {"at": "header.h", "ne": "1"},
+            {"at": "query.q", "present": True},
+        ],
+        lambda: [{"at": "header.h", "eq": "1"}],
+        lambda: [],
+        lambda: [{"at": "header.h", "present": True}, {"at": "path.x", "eq": rng.choice(values)}],
+        lambda: [{"at": "path.x", "eq": "{{query.q}}"}],
+        lambda: [{"at": "path.x", "ne": rng.choice(values)}],
+        lambda: [{"at": "path.y", "eq": rng.choice(values)}],  # a second guarded parameter
+    ]
+    weights = [5, 4, 2, 2, 1, 1, 1, 1, 0.3]
+    return [
+        {"id": f"r{i}", "when": rng.choices(shapes, weights)[0](), "respond": {"body": {"i": i}}}
+        for i in range(rng.randrange(0, 9))
+    ]
+
+
+def test_rules_filed_by_their_path_guard_answer_as_trying_every_rule() -> None:
+    # CompiledRoute.trial skips the rules whose first condition reads another value of the path
+    # parameter; the first rule that matches must be the one trying every rule finds.
+    rng = random.Random(17)
+    filed = 0
+    for _ in range(300):
+        world = WorldDef.model_validate(
+            {
+                "id": "w",
+                "title": "W",
+                "routes": [{"method": "GET", "path": "/a/{x}/{y}", "rules": _random_rules(rng)}],
+            }
+        )
+        ((route, _),) = compiled(world).match_routes("/a/1/2")
+        filed += route.guard is not None
+        for _ in range(30):
+            params = {"x": rng.choice(["a", "b", "c", "zz"]), "y": rng.choice(["a", "b"])}
+            headers = rng.choice([{}, {"h": "1"}, {"h": "2"}])
+            query = rng.choice([{}, {"q": "a"}, {"q": "b"}])
+            features = Features("GET", params, query, headers, "none", None, {}, {}, 0)
+            tried = [rule.rule.id for rule, test in route.trial(params) if test is None or test(features)]
+            every = [rule.rule.id for rule in route.rules if rule.matches(features)]
+            assert tried == every, (world, params, headers, query)  # every rule that matches, in order
+    assert filed > 150  # most routes were filed
