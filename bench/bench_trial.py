@@ -43,6 +43,7 @@ from unittest import mock
 
 from apiflow.agent import run_trial, run_trial_sync, trial_seed
 from apiflow.agent import trial as trial_module
+from apiflow.agent.heap import settle_loaded
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import Task
 from apiflow.models import make_model
@@ -405,6 +406,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     bank = load_bank(args.bank)
+    settle_loaded()  # as `apiflow run`, `panel check` and the grid's actors do before their trials
     if args.mix == "calibrated":
         return calibrated_main(bank, args.trials or 323, args.calls, args.profile)
     args.trials = args.trials or 200

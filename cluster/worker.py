@@ -20,6 +20,7 @@ from typing import Any
 import ray
 
 from apiflow.agent import run_trial, trial_seed
+from apiflow.agent.heap import settle_loaded
 from apiflow.bank import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import GenerateConfig, make_model, model_prices, uses_litellm
@@ -351,8 +352,7 @@ def settle_heap(spec: GridSpec) -> None:
         from apiflow.models.litellm_client import configure_litellm
 
         configure_litellm()
-    gc.collect()
-    gc.freeze()
+    settle_loaded()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 

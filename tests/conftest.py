@@ -1,11 +1,23 @@
-"""Fixtures shared across test packages: a real S3-compatible endpoint (moto's server) on loopback."""
+"""Fixtures shared across test packages: a real S3-compatible endpoint (moto's server) on loopback,
+and a heap left as each test found it."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 
 import pytest
 from s3kit import free_port
+
+
+@pytest.fixture(autouse=True)
+def unfrozen_heap() -> Iterator[None]:
+    """``apiflow run`` and ``panel check`` freeze the loaded heap (apiflow.agent.heap) for the rest
+    of their process; in the test process that would keep one test's cycles from the collector for
+    every later test."""
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()
 
 
 @pytest.fixture(scope="module")

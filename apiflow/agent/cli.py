@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from apiflow.agent.heap import settle_loaded
 from apiflow.agent.ids import run_id_for, trial_seed
 from apiflow.agent.loop import TrialLimits
 from apiflow.agent.prompts import user_message
@@ -180,6 +181,7 @@ def _run(args: argparse.Namespace) -> int:
         from apiflow.models.litellm_client import configure_litellm
 
         configure_litellm()
+    settle_loaded()  # the bank (and litellm) out of the collector's walks for the whole run
     limits = TrialLimits(
         max_messages=args.max_messages,
         max_tool_calls=args.max_tool_calls,

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from apiflow.agent import run_trial
+from apiflow.agent.heap import settle_loaded
 from apiflow.agent.ids import trial_seed
 from apiflow.bank.loader import Bank, load_bank
 from apiflow.errors import UsageError
@@ -41,8 +42,11 @@ def label(model: str) -> str:
 
 @cache
 def bank_at(path: str) -> Bank:
-    """The bank at ``path``, loaded (and verified) once per process."""
-    return load_bank(path)
+    """The bank at ``path``, loaded (and verified) once per process, then kept out of the
+    collector's walks (every trial of the process reads it)."""
+    bank = load_bank(path)
+    settle_loaded()
+    return bank
 
 
 def play_epoch(bank_path: str, model: str, epoch: int, seed: int = 0) -> list[dict[str, Any]]:
