@@ -97,10 +97,12 @@ def assistant_message(output: ModelOutput) -> dict[str, Any]:
     if output.text:
         blocks.append({"type": "text", "text": output.text})
     message: dict[str, Any] = {"role": "assistant", "content": blocks}
-    if output.tool_calls:
-        message["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in output.tool_calls
-        ]
+    calls = output.tool_calls
+    if calls[1:]:
+        message["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+    elif calls:  # one call, the usual turn: its list without a comprehension's frame
+        c = calls[0]
+        message["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}]
     return message
 
 
@@ -227,22 +229,8 @@ class _Loop:
                     out.retries.extend(output.retries)
                 if output.provider_cost_usd is not None:
                     out.provider_cost_usd = (out.provider_cost_usd or 0.0) + output.provider_cost_usd
-                # assistant_message(output), written out: once per model call.
-                blocks: list[dict[str, str]] = []
-                if output.reasoning:
-                    blocks.append({"type": "reasoning", "reasoning": output.reasoning})
-                if output.text:
-                    blocks.append({"type": "text", "text": output.text})
-                message: dict[str, Any] = {"role": "assistant", "content": blocks}
+                messages.append(assistant_message(output))
                 calls = output.tool_calls
-                if calls[1:]:
-                    message["tool_calls"] = [
-                        {"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls
-                    ]
-                elif calls:  # one call, the usual turn: its list without a comprehension's call
-                    c = calls[0]
-                    message["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}]
-                messages.append(message)
                 self.transcript_chars += turn.chars
                 if not calls and not turn.dropped:
                     answered = bool(output.text.strip())

@@ -59,6 +59,9 @@ def _dumps(value: Any) -> str:
         return str(value)
 
 
+_tuple_new = tuple.__new__
+
+
 class Exchange(NamedTuple):
     """One request the agent sent in this trial, and what came back.
 
@@ -120,21 +123,25 @@ class Exchange(NamedTuple):
 
         The one place request content is normalised for grading: the method upper-cased
         (``GET`` when missing or not a string), a non-string URL read as ``""``. Live grading
-        and the transcript replay call it once per exchange, positionally (the hot path).
+        and the transcript replay call it once per exchange, positionally (the hot path): the
+        tuple is made by ``tuple.__new__`` straight, without the NamedTuple's Python ``__new__``.
         """
         method, url = request.get("method"), request.get("url")
-        return cls(
-            index,
-            method.upper() if isinstance(method, str) else "GET",
-            url if isinstance(url, str) else "",
-            request.get("headers"),
-            request.get("body"),
-            status,
-            response_body,
-            preview,
-            network_error,
-            request_ref,
-            response_ref,
+        return _tuple_new(
+            cls,
+            (
+                index,
+                method.upper() if isinstance(method, str) else "GET",
+                url if isinstance(url, str) else "",
+                request.get("headers"),
+                request.get("body"),
+                status,
+                response_body,
+                preview,
+                network_error,
+                request_ref,
+                response_ref,
+            ),
         )
 
     @property

@@ -19,9 +19,6 @@ from apiflow.grading.transcript import PREVIEW_LIMIT, abstention_in, cut_preview
 
 _ELLIPSIS = "…"
 _ABSTAINING = ("clarify", "report_blocked")
-_tuple_new = tuple.__new__
-"""``Exchange``'s own ``__new__`` is a Python function around this; calling it directly saves a frame
-per exchange (the fields are passed in ``Exchange``'s order, normalised as ``Exchange.sent`` does)."""
 
 
 class _Exchanges(NamedTuple):
@@ -55,32 +52,9 @@ def _exchanges(log: Sequence[Any]) -> _Exchanges:
                     long.append((index, text))
         if status is not None:
             responses += 1
-        try:  # ``execute`` records every request with all four keys: subscripts, not four ``get`` calls
-            method, url, headers, request_body = (
-                request["method"],
-                request["url"],
-                request["headers"],
-                request["body"],
-            )
-        except KeyError:
-            method, url = request.get("method"), request.get("url")
-            headers, request_body = request.get("headers"), request.get("body")
         built.append(
-            _tuple_new(
-                Exchange,
-                (
-                    index,
-                    method.upper() if isinstance(method, str) else "GET",
-                    url if isinstance(url, str) else "",
-                    headers,
-                    request_body,
-                    status,
-                    body,
-                    None,
-                    sent.network_error,
-                    sent.request_ref,
-                    sent.response_ref,
-                ),
+            Exchange.sent(
+                index, request, status, body, None, sent.network_error, sent.request_ref, sent.response_ref
             )
         )
     return _Exchanges(built, responses, long)

@@ -111,10 +111,6 @@ def abstention_in(messages: list[dict[str, Any]]) -> tuple[Abstention | None, in
     return found, calls
 
 
-_tuple_new = tuple.__new__
-"""``Exchange(...)`` without its Python-level ``__new__`` frame (fields in ``Exchange``'s order)."""
-
-
 class _Builder:
     """Replays the tool results of one transcript into workspace-like state.
 
@@ -223,26 +219,12 @@ class _Builder:
         request_ref: str,
         response_ref: str | None,
     ) -> None:
-        """Record one exchange as ``Exchange.sent`` builds it (its normalisation written out)."""
-        method, url = request.get("method"), request.get("url")
+        """Record one exchange (``Exchange.sent``)."""
         if status is not None:
             self.responses += 1
         self.exchanges.append(
-            _tuple_new(
-                Exchange,
-                (
-                    len(self.exchanges),
-                    method.upper() if isinstance(method, str) else "GET",
-                    url if isinstance(url, str) else "",
-                    request.get("headers"),
-                    request.get("body"),
-                    status,
-                    body,
-                    preview,
-                    network_error,
-                    request_ref,
-                    response_ref,
-                ),
+            Exchange.sent(
+                len(self.exchanges), request, status, body, preview, network_error, request_ref, response_ref
             )
         )
         # An inline execute creates a request entity later executions may target.

@@ -270,62 +270,38 @@ def _plain_chars(value: dict[Any, Any] | list[Any], max_chars: int, max_depth: i
             for key in node:
                 if type(key) is not str:
                     return -1
-                item = node[key]
-                kind = type(item)
                 texts += key
-                if kind is str:
-                    texts += item
-                    chars += 6  # the key's quotes, the item's, the pair's separators
-                    if chars > max_chars:  # every item adds to chars: a wide container stops here
-                        return -1
-                    continue
-                chars += 4  # the key's quotes and the pair's separators
-                if chars > max_chars:
-                    return -1
-                if kind is dict or kind is list:
-                    pending += ((item, inner),)
-                elif item is None or kind is bool:
-                    chars += 5
-                elif kind is int:
-                    if -_SMALL_INT < item < _SMALL_INT:
-                        chars += _SMALL_INT_CHARGE[item + _SMALL_INT - 1]
-                    else:
-                        bits = item.bit_length()
-                        if bits > _INT_BITS:
-                            return -1
-                        chars += 2 + bits // 3
-                elif kind is float and item - item == 0.0:  # finite (inf - inf and NaN are NaN)
-                    chars += 20
-                else:
-                    return -1
+                chars += 3  # a pair's key quotes and colon, on top of what its item costs below
+            items: Any = node.values()
         else:
-            for item in node:
-                kind = type(item)
-                if kind is str:
-                    texts += item
-                    chars += 3  # the item's quotes and its separator
-                    if chars > max_chars:
-                        return -1
-                    continue
-                chars += 1
-                if chars > max_chars:
+            items = node
+        for item in items:
+            kind = type(item)
+            if kind is str:
+                texts += item
+                chars += 3  # the item's quotes and its separator
+                if chars > max_chars:  # every item adds to chars: a wide container stops here
                     return -1
-                if kind is dict or kind is list:
-                    pending += ((item, inner),)
-                elif item is None or kind is bool:
-                    chars += 5
-                elif kind is int:
-                    if -_SMALL_INT < item < _SMALL_INT:
-                        chars += _SMALL_INT_CHARGE[item + _SMALL_INT - 1]
-                    else:
-                        bits = item.bit_length()
-                        if bits > _INT_BITS:
-                            return -1
-                        chars += 2 + bits // 3
-                elif kind is float and item - item == 0.0:
-                    chars += 20
+                continue
+            chars += 1  # its separator
+            if chars > max_chars:
+                return -1
+            if kind is dict or kind is list:
+                pending += ((item, inner),)
+            elif item is None or kind is bool:
+                chars += 5
+            elif kind is int:
+                if -_SMALL_INT < item < _SMALL_INT:
+                    chars += _SMALL_INT_CHARGE[item + _SMALL_INT - 1]
                 else:
-                    return -1
+                    bits = item.bit_length()
+                    if bits > _INT_BITS:
+                        return -1
+                    chars += 2 + bits // 3
+            elif kind is float and item - item == 0.0:  # finite (inf - inf and NaN are NaN)
+                chars += 20
+            else:
+                return -1
     chars += len(texts)
     if chars > max_chars:
         return -1

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from apiflow.world.conditions import Check, compile_condition, path_guard
+from apiflow.world.conditions import Check, all_hold, compile_condition, path_guard
 from apiflow.world.features import Features, parse_url
 from apiflow.world.http import HttpResponse, body_text
 from apiflow.world.memo import IdentityMemo
@@ -238,18 +238,7 @@ def _path_pattern(path: str) -> re.Pattern[str] | None:
 
 
 def _conjunction(checks: tuple[Check, ...]) -> Check | None:
-    if not checks:
-        return None
-    if len(checks) == 1:
-        return checks[0]
-
-    def all_hold(features: Features) -> bool:
-        for check in checks:
-            if not check(features):
-                return False
-        return True
-
-    return all_hold
+    return all_hold(checks) if checks else None
 
 
 def _filed(rules: tuple[CompiledRule, ...]) -> tuple[str | None, dict[str, Trial], Trial]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from apiflow.world.features import Address, Features, address_of, getter_of
@@ -86,6 +86,21 @@ def _compare(op: str, value: Any, operand: Any) -> bool:
 Check = Callable[[Features], bool]
 
 
+def all_hold(checks: Sequence[Check]) -> Check:
+    """One check that holds when every one of ``checks`` does (in order, stopping at the first that
+    fails; none: it holds). A single check is returned as it is: no frame of ours around it."""
+    if len(checks) == 1:
+        return checks[0]
+
+    def all_of(features: Features) -> bool:
+        for check in checks:  # all(<genexpr>) without the generator's frame per check
+            if not check(features):
+                return False
+        return True
+
+    return all_of
+
+
 def compile_condition(condition: Condition) -> Check:
     """A check of ``condition``: the operator and the feature address are read once, not per request.
 
@@ -104,15 +119,7 @@ def compile_condition(condition: Condition) -> Check:
 
         return any_of
     if condition.all is not None:
-        allof = [compile_condition(c) for c in condition.all]
-
-        def all_of(features: Features) -> bool:
-            for check in allof:
-                if not check(features):
-                    return False
-            return True
-
-        return all_of
+        return all_hold([compile_condition(c) for c in condition.all])
     if condition.not_ is not None:
         negated = compile_condition(condition.not_)
         return lambda features: not negated(features)
