@@ -146,7 +146,15 @@ class TwoNodeCluster:
                  "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port"]  # fmt: skip
         if head:
             names += ["port", "ray-client-server-port"]
-        node.ports = {n: free_port() for n in names}
+        # The OS hands out any free port, one inside the worker range (free until Ray binds it) too:
+        # Ray refuses to start when two of its ports meet, so each is drawn outside what is taken.
+        taken = set(range(low, high + 1))
+        for name in names:
+            port = free_port()
+            while port in taken:
+                port = free_port()
+            taken.add(port)
+            node.ports[name] = port
         flags = [f"--{n}={p}" for n, p in node.ports.items()]
         return flags + [f"--min-worker-port={low}", f"--max-worker-port={high}"]
 
