@@ -120,10 +120,22 @@ class GridSummary:
             + "/".join(f"{w['init_cpu_s']:.2f}" for w in self.workers)
             + " s CPU; peak RSS "
             + "/".join(f"{w['peak_rss_mb']:.0f}" for w in self.workers)
-            + " MB",
+            + " MB"
+            + _replayed(self.workers),
             f"  driver CPU {self.driver_cpu_s:.1f} s, of which the trial phase {self.driver_trial_cpu_s:.2f} s "
             f"({self.driver_trial_cpu_s * 1000 / done:.3f} ms per trial run)",
         ]
+
+
+def _replayed(workers: list[dict[str, Any]]) -> str:
+    """How many world answers the actors' transition memos replayed (apiflow.world.transitions)."""
+    memos = [w["transitions"] for w in workers if "transitions" in w]
+    hits = sum(m["hits"] for m in memos)
+    asked = hits + sum(m["misses"] for m in memos)
+    if not asked:
+        return ""
+    held = "/".join(f"{m['edges']:,}" for m in memos)
+    return f"; world answers replayed {hits / asked:.1%} of {asked:,} (edges held {held})"
 
 
 def estimate_cost(

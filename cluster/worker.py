@@ -21,6 +21,7 @@ import ray
 
 from apiflow.agent import run_trial, trial_seed
 from apiflow.agent.heap import settle_loaded
+from apiflow.agent.trial import TRANSITIONS
 from apiflow.bank import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import GenerateConfig, make_model, model_prices, uses_litellm
@@ -399,4 +400,5 @@ class TrialWorker:
             "gc_count": list(self.gc.count),
             "gc_longest_s": self.gc.longest_s,
             "thread_cpu_s": thread_cpu_s(threading.get_native_id()),  # stats runs on the loop
+            "transitions": TRANSITIONS.stats(),
         }

@@ -20,6 +20,17 @@ def unfrozen_heap() -> Iterator[None]:
         gc.unfreeze()
 
 
+@pytest.fixture(autouse=True)
+def fresh_transitions() -> Iterator[None]:
+    """Trials share world answers through a process-wide memo (apiflow.world.transitions); each test
+    starts with it empty, so what a test sees never depends on which tests ran before it."""
+    from apiflow.agent.trial import TRANSITIONS
+
+    TRANSITIONS.clear()
+    yield
+    TRANSITIONS.clear()
+
+
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Iterator[str]:
     """A real moto S3 server on 127.0.0.1 for one test module, with dummy credentials.

@@ -33,6 +33,7 @@ from apiflow.results.record import (
 from apiflow.tools import Toolbox, Workspace, tool_schema_hash, tool_schemas
 from apiflow.tools.limits import TOOL_BOUNDS
 from apiflow.world import WorldDef, WorldSession
+from apiflow.world.transitions import TransitionMemo
 
 GRADING_RULES = "apiflow-1.1"
 """The rule set live trials are graded with: ``published-1.0`` plus the grader-exploit audit's fixes
@@ -41,6 +42,9 @@ GRADING_RULES = "apiflow-1.1"
 logger = logging.getLogger(__name__)
 
 _SCHEMAS = tool_schemas()  # what every model is offered; read-only here
+
+TRANSITIONS = TransitionMemo()
+"""World answers shared by this process's trials (bounded; ``TRANSITIONS.clear()`` empties it)."""
 
 
 def _published_tokens(outcome: LoopOutcome) -> Tokens:
@@ -61,11 +65,8 @@ class _Trial:
         self.graded_task = task
 
     def setup(self) -> Toolbox:
-        session = WorldSession(
-            self.world,
-            derived_seed("world", self.seed, self.task.id, self.epoch),
-            state_overrides=self.task.world_state,
-        )
+        world_seed = derived_seed("world", self.seed, self.task.id, self.epoch)
+        session = WorldSession(self.world, world_seed, state_overrides=self.task.world_state)
         spec = session.spec_content()
         self.workspace = Workspace(
             seed_variables=list(self.task.seed),
@@ -77,7 +78,12 @@ class _Trial:
         literals = canary_literals(self.task, spec)
         canary_seed = derived_seed("canary", self.seed, self.task.id, self.epoch)
         codec, self.graded_task = trial_salting(self.task, literals, canary_seed)
-        self.toolbox = Toolbox(self.workspace, codec.wrap(session.send))
+        # The trials of one (task, epoch) share these seeds whatever the model: what one of them
+        # sent, another gets answered from the memo (apiflow.world.transitions).
+        root = TRANSITIONS.root(
+            (id(self.task), id(self.world), world_seed, canary_seed), (self.task, self.world)
+        )
+        self.toolbox = Toolbox(self.workspace, TRANSITIONS.send(session, codec.wrap(session.send), root))
         return self.toolbox
 
     def evidence(self) -> Evidence:

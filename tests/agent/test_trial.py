@@ -9,7 +9,8 @@ import pytest
 
 from apiflow.agent import TrialLimits, run_trial_sync, trial_seed
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
-from apiflow.models import make_model
+from apiflow.models import OFFLINE_MODELS, make_model
+from apiflow.models.adversarial import ADVERSARY_MODELS
 from apiflow.models.base import GenerateConfig, ModelOutput
 from apiflow.results.record import WALL_TIME_FIELDS, Termination, TrialRecord
 from apiflow.tools import tool_schema_hash
@@ -89,8 +90,7 @@ def test_record_layout(bank: Bank) -> None:
     detail = data["apiflow"]["tokens"]
     assert detail["cache_read"] == tokens["cache"] and detail["input"] == tokens["input"]
     assert (
-        len(data["apiflow"]["trial_id"]) == 64
-        and data["apiflow"]["tool_schema_hash"] == tool_schema_hash()
+        len(data["apiflow"]["trial_id"]) == 64 and data["apiflow"]["tool_schema_hash"] == tool_schema_hash()
     )
     assert data["provenance"]["run_id"] == "run-test" and data["verifier"] is not None
     tool_msgs = [m for m in data["messages"] if m["role"] == "tool"]
@@ -150,3 +150,20 @@ def test_sim_profiles_rank_on_the_sample_bank(bank: Bank) -> None:
 
     ace, weak = pass_rate("ace"), pass_rate("weak")
     assert ace >= 0.7 and weak <= 0.4 and ace - weak >= 0.4
+
+
+def test_replayed_world_answers_change_no_record(bank: Bank) -> None:
+    """Every offline model and adversary on every sample task: each trial answered partly from the
+    transition memo (the models before it played the same worlds, down the same paths and off
+    them) records exactly what it records with the memo empty."""
+    from apiflow.agent.trial import TRANSITIONS
+
+    plays = [(t, m) for t in sorted(bank.tasks) for m in (*OFFLINE_MODELS, *ADVERSARY_MODELS)]
+    alone = []
+    for task_id, model_name in plays:
+        TRANSITIONS.clear()
+        alone.append(_without_wall_time(_trial(bank, task_id, model_name)))
+    TRANSITIONS.clear()
+    shared = [_without_wall_time(_trial(bank, task_id, model_name)) for task_id, model_name in plays]
+    assert TRANSITIONS.hits > TRANSITIONS.misses  # the memo did answer most requests
+    assert shared == alone
