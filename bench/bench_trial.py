@@ -11,6 +11,9 @@ tasks on ``bank/v1``), played in turn. Measures, in one process and one run:
                 (no model, no loop, no record): the share of the world and tool engines;
   * ungraded  - ``run_trial`` with grading switched off: world + workspace + tools + loop + record;
   * trial     - ``run_trial`` as the CLI and grid run it (graded);
+  * cold      - ``trial`` with the transition memo emptied before each trial (``apiflow.world.transitions``):
+                the world works out every answer, as in the first trial of a (task, epoch); ``trial``
+                is every later one, whose requests the memo answers when an earlier trial sent them;
   * sync      - ``run_trial_sync`` (adds one private event loop per trial).
 Reports CPU (process_time) and wall (perf_counter) per trial and per tool call, and ratios to the
 floor (the baseline measured in the same run). Target (issue 11 §1): <= 0.6 ms CPU per graded trial.
@@ -22,7 +25,9 @@ For the comparison with Inspect AI see ``bench/bench_vs_inspect.py``.
 tasks), trial i being (task i mod 17, sim i mod 19), so the 323 trials of the default round are
 every pair once and a shorter ``--trials`` still spreads over tasks and sims. Each trial is what a
 grid actor does: ``make_model`` + graded ``run_trial`` + the record's JSON; variants ``model``
-(``make_model`` alone), ``ungraded``, ``trial`` (graded) and ``stored`` (``trial`` + ``json_bytes``).
+(``make_model`` alone), ``ungraded``, ``trial`` (graded), ``stored`` (``trial`` + ``json_bytes``) and
+``cold`` (``stored`` with the transition memo emptied before each trial). In the sample, as in a grid,
+the 19 sims of a (task, epoch) share its worlds, so ``stored`` replays what an earlier sim sent.
 Reports CPU per trial and per tool call (the sample's mean tool calls); ``--calls`` gives the
 deterministic function calls per trial of each.
 """
@@ -44,6 +49,7 @@ from unittest import mock
 from apiflow.agent import run_trial, run_trial_sync, trial_seed
 from apiflow.agent import trial as trial_module
 from apiflow.agent.heap import settle_loaded
+from apiflow.agent.trial import TRANSITIONS
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import Task
 from apiflow.models import make_model
@@ -185,11 +191,16 @@ def measure(
         with mock.patch.object(trial_module._Trial, "grade", lambda self: None):
             trial_batch(n)
 
+    def cold(i: int) -> Awaitable[Any]:
+        TRANSITIONS.clear()  # the world works out every answer, as in a (task, epoch)'s first trial
+        return graded(i)
+
     variants: dict[str, Callable[[int], None]] = {
         "floor": _async_batch(lambda i: _floor_trial(*floors[i % len(floors)])),
         "tools": _tools_batch(bank, tasks, recorded),
         "ungraded": ungraded_batch,
         "trial": trial_batch,
+        "cold": _async_batch(cold),
         "sync": sync_batch,
     }
     for batch in variants.values():
@@ -234,6 +245,11 @@ def report(tasks: list[Task], tool_calls: int, model_calls: int, n: int, timings
     print(
         f"graded trial (median round): {graded:.3f} ms CPU = {graded / (floor_cpu * 1e3):.1f}x the floor "
         f"({floor_cpu * 1e3:.3f} ms) vs target {TARGET_MS} ms -> {'OK' if ok else 'OVER'}"
+    )
+    cold = timings["cold"][0] / n * 1e3
+    print(
+        f"cold trial (transition memo empty: the world answers every request): {cold:.3f} ms CPU vs target "
+        f"{TARGET_MS} ms -> {'OK' if cold <= TARGET_MS else 'OVER'}; memo saves {1 - graded / cold:.0%}"
     )
     # Differences of best rounds: less sensitive to other processes' load than medians.
     t, u, g = (timings[k][1] / n * 1e3 for k in ("tools", "ungraded", "trial"))
@@ -316,9 +332,11 @@ def calibrated_variants(bank: Bank, sample: list[CalibratedTrial]) -> dict[str, 
             task, name, epoch = sample[i % len(sample)]
             make_model(name, task, trial_seed(0, task.id, epoch))
 
-    def trial_batch(n: int, store: bool = False) -> None:
+    def trial_batch(n: int, store: bool = False, cold: bool = False) -> None:
         async def go() -> None:
             for i in range(n):
+                if cold:
+                    TRANSITIONS.clear()
                 record = await _grid_trial(bank, sample[i % len(sample)])
                 if store:
                     record.to_json_bytes()
@@ -334,6 +352,7 @@ def calibrated_variants(bank: Bank, sample: list[CalibratedTrial]) -> dict[str, 
         "ungraded": ungraded_batch,
         "trial": trial_batch,
         "stored": lambda n: trial_batch(n, store=True),
+        "cold": lambda n: trial_batch(n, store=True, cold=True),
     }
 
 
@@ -383,6 +402,8 @@ def calibrated_main(bank: Bank, n: int, calls: bool, profile_it: bool) -> int:
         f"grid trial (stored, median round): {stored:.3f} ms CPU; 44,365 trials on 2 cores: "
         f"{stored * 44_365 / 2 / 1e3:.1f} s of trial CPU (target 40 s for the whole grid)"
     )
+    cold = statistics.median(samples["cold"]) / n * 1e3
+    print(f"cold (transition memo empty before each trial): {cold:.3f} ms CPU; memo saves {1 - stored / cold:.0%}")
     return 0
 
 
