@@ -20,8 +20,8 @@ from typing import Any
 import ray
 
 from apiflow.agent import run_trial, trial_seed
+from apiflow.agent import trial as agent_trial
 from apiflow.agent.heap import settle_loaded
-from apiflow.agent.trial import TRANSITIONS
 from apiflow.bank import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import GenerateConfig, make_model, model_prices, uses_litellm
@@ -400,5 +400,7 @@ class TrialWorker:
             "gc_count": list(self.gc.count),
             "gc_longest_s": self.gc.longest_s,
             "thread_cpu_s": thread_cpu_s(threading.get_native_id()),  # stats runs on the loop
-            "transitions": TRANSITIONS.stats(),
+            # Through the module: Ray ships this class by value, and a global object named here
+            # would travel as a copy, not the memo the trials use.
+            "transitions": agent_trial.TRANSITIONS.stats(),
         }

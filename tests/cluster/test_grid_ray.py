@@ -77,6 +77,10 @@ def test_grid_completes_with_exactly_one_row_per_trial(ray_session, tmp_path, wh
     # every trial went through an actor's batch, and the summary splits the workers' CPU
     assert sum(w["trials"] for w in summary.workers) == 78 and len(summary.workers) == 2
     assert any(line.startswith("  workers: 2 actors, 78 offline trials") for line in summary.lines())
+    # the memo the actors' trials fill is the one their stats read (Ray ships the actor class by value)
+    memos = [w["transitions"] for w in summary.workers]
+    assert all(m["misses"] == m["edges"] > 0 for m in memos), memos
+    assert any("world answers replayed" in line for line in summary.lines())
     assert rows.num_rows == len(planned) and set(rows.column("trial_id").to_pylist()) == planned
     assert store.done_ids() == planned
     assert store.read_manifest()["planned_trials"] == 78

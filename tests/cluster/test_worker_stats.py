@@ -50,6 +50,12 @@ def test_the_summary_prints_the_split_per_trial() -> None:
         " + rest 0.500 (Ray, dispatch, serialisation); start-up 0.40/0.50 s CPU; peak RSS 200/210 MB"
     ) in lines
     assert "  driver CPU 2.0 s, of which the trial phase 0.20 s (50.000 ms per trial run)" in lines
+    summary.workers[0]["transitions"] = {"hits": 30, "misses": 10, "edges": 10, "roots": 2}
+    summary.workers[1]["transitions"] = {"hits": 10, "misses": 30, "edges": 1000, "roots": 4}
+    assert any(
+        line.endswith("peak RSS 200/210 MB; world answers replayed 50.0% of 80 (edges held 10/1,000)")
+        for line in summary.lines()
+    )
     summary.workers = []
     assert not any("workers:" in line for line in summary.lines())
 
