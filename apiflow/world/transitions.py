@@ -32,9 +32,10 @@ Send = Callable[[HttpRequest], HttpResponse]
 Node = dict[bytes, tuple[HttpResponse, Any, dict[Any, Any]]]
 """Request key -> (response, world state after it, the node of the longer history)."""
 
-MAX_EDGES: Final = 100_000
-"""About 200-400 MB at the sizes of bank/v1's responses in the worst case (every edge distinct);
-an epoch of the 44,365-trial grid holds ~45k in one actor (docs/design/030, "Round five")."""
+MAX_EDGES: Final = 40_000
+"""About 2.6 KB an edge at bank/v1's sizes (an actor's RSS grew 140 MB for 54k edges): ~100 MB at most.
+The 44,365-trial grid makes ~11k edges an epoch in each of its two actors, and an epoch's roots never
+come back in the next one (the seeds differ), so this holds the epoch being played with room over."""
 
 
 def request_key(request: HttpRequest) -> bytes | None:
