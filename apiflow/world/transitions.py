@@ -38,6 +38,10 @@ The 44,365-trial grid makes ~11k edges an epoch in each of its two actors, and a
 come back in the next one (the seeds differ), so this holds the epoch being played with room over."""
 
 
+MAX_ROOTS: Final = 8_192
+"""Roots held at most (a grid makes one per task and epoch)."""
+
+
 def request_key(request: HttpRequest) -> bytes | None:
     """A key equal for two requests only when they are the same values of the same types; None if
     they cannot be keyed so.
@@ -97,7 +101,15 @@ class TransitionMemo:
             return root
         root = _Root(keep)
         self._roots[key] = root
+        if len(self._roots) > MAX_ROOTS:  # roots without edges (trials that sent nothing) add up too
+            self._evict_oldest()
         return root
+
+    def _evict_oldest(self) -> _Root:
+        _, oldest = self._roots.popitem(last=False)
+        oldest.evicted = True
+        self.edges -= oldest.edges
+        return oldest
 
     def add(self, root: _Root, node: Node, key: bytes, edge: tuple[HttpResponse, Any, Node]) -> bool:
         """File ``edge`` under ``node``; False when the root has left (the trial goes off the trie)."""
@@ -107,10 +119,7 @@ class TransitionMemo:
         root.edges += 1
         self.edges += 1
         while self.edges > self.max_edges and len(self._roots) > 1:
-            _, oldest = self._roots.popitem(last=False)
-            oldest.evicted = True
-            self.edges -= oldest.edges
-            if oldest is root:
+            if self._evict_oldest() is root:
                 return False
         return True
 

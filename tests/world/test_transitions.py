@@ -146,3 +146,13 @@ def test_a_trial_whose_root_leaves_midway_goes_on_with_the_world() -> None:
     answer = send(_get("/b"))
     assert answer.body["history"] == ["GET /a None", "GET /b None"]
     assert memo.edges <= 2
+
+
+def test_roots_are_bounded_even_without_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    from apiflow.world import transitions
+
+    monkeypatch.setattr(transitions, "MAX_ROOTS", 3)
+    memo = TransitionMemo()
+    for name in ("a", "b", "c", "d"):
+        memo.root(name, (name,))
+    assert memo.stats()["roots"] == 3
