@@ -13,7 +13,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from apiflow.world.patterns import PatternError, SafePattern, compile_pattern, grading_pattern
+from apiflow.world.patterns import (
+    CERTAIN_LITERAL,
+    PatternError,
+    SafePattern,
+    compile_pattern,
+    grading_pattern,
+)
 
 _PATH_END = r"(?:\?|$)"
 
@@ -45,13 +51,26 @@ def url_regex(pattern: str) -> SafePattern | PathPattern:
     A pattern RE2 refuses (invalid, or backreferences/look-around) matches literally. Cached per
     pattern, as ``grading_pattern`` is (bounded; a pattern's matcher never changes).
     """
+    path = _path_pattern(pattern)
+    if path is not None and len(pattern) <= CERTAIN_LITERAL and pattern.isascii():
+        # An ASCII literal (RE2 accepts it, patterns.py) with the end group is accepted too, and
+        # stays under the program size: grading_pattern would return the same, after compiling a
+        # program nobody runs.
+        return path
     compiled = grading_pattern(pattern)
-    if compiled.regexp is None or not pattern.endswith(_PATH_END):
+    if compiled.regexp is None or path is None:
         return compiled
+    return path
+
+
+def _path_pattern(pattern: str) -> PathPattern | None:
+    """``PathPattern`` of ``<literal>(?:\\?|$)``; None for any other pattern."""
+    if not pattern.endswith(_PATH_END):
+        return None
     try:
         prefix = compile_pattern(pattern[: -len(_PATH_END)])
     except PatternError:
-        return compiled
+        return None
     if prefix.regexp is not None:
-        return compiled  # the prefix is a regex of its own: RE2 decides
+        return None  # the prefix is a regex of its own: RE2 decides
     return PathPattern(prefix.needle, prefix.needle + "?", prefix.needle + "\n")
