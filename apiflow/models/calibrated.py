@@ -122,14 +122,20 @@ def _task_key(task_id: str, prompt: str) -> tuple[str, str]:
 
 def is_stuck(profile: CalibratedProfile, task: Task) -> bool:
     """Whether ``task`` is beyond the model: the same in every epoch and run."""
-    world, key = _task_key(task.id, task.prompt)
+    return _stuck(profile, task.id, task.prompt, task.length if task.kind == "chain" else SOLO)
+
+
+@functools.lru_cache(maxsize=65536)
+def _stuck(profile: CalibratedProfile, task_id: str, prompt: str, subtasks: int) -> bool:
+    # Asked once a trial, answered alike in every epoch (three hashes and a numpy threshold, ~40 µs):
+    # a grid asks it epochs times for each (model, task).
+    world, key = _task_key(task_id, prompt)
     own_share = max(1.0 - profile.world_share - profile.task_share, 0.0)
     liability = (
         math.sqrt(profile.world_share) * _normal("calibrated", "world", world)
         + math.sqrt(profile.task_share) * _normal("calibrated", "task", key)
         + math.sqrt(own_share) * _normal("calibrated", "own", profile.slug, key)
     )
-    subtasks = task.length if task.kind == "chain" else SOLO
     return liability > stuck_threshold(profile.params, subtasks)
 
 
