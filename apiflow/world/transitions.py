@@ -96,9 +96,15 @@ class TransitionMemo:
     def root(self, key: Hashable, keep: tuple[Any, ...]) -> _Root:
         """The trie of ``key``; ``keep`` are the objects whose ``id``s are in ``key``."""
         root = self._roots.get(key)
-        if root is not None and all(a is b for a, b in zip(root.keep, keep, strict=True)):
-            self._roots.move_to_end(key)
-            return root
+        if root is not None:
+            if all(a is b for a, b in zip(root.keep, keep, strict=True)):
+                self._roots.move_to_end(key)
+                return root
+            # Other objects at the same ids (the key's own objects are held, so only a caller
+            # building keys of its own gets here): the old trie is not theirs.
+            del self._roots[key]
+            root.evicted = True
+            self.edges -= root.edges
         root = _Root(keep)
         self._roots[key] = root
         if len(self._roots) > MAX_ROOTS:  # roots without edges (trials that sent nothing) add up too

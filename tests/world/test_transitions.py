@@ -125,6 +125,7 @@ def test_roots_are_told_apart_by_the_objects_they_keep() -> None:
     _play(memo, "same-key", [_get("/a")], keep=a)
     other, _ = _play(memo, "same-key", [_get("/a")], keep=b)
     assert other.sent == 1  # a new object at the key (a reused id) is a new root, never a stale hit
+    assert memo.stats()["roots"] == 1 and memo.edges == 1  # the old trie left, and its edge with it
 
 
 def test_the_least_recently_used_root_leaves_when_full() -> None:
