@@ -7,15 +7,24 @@ run (``APIFLOW_FUZZ_SCALE=20 pytest tests/fuzz``), the default keeps CI fast.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from apiflow.bank import Bank, load_bank
 from apiflow.tools.contract import TOOL_FUNCTIONS
 
 SCALE = max(1, int(os.environ.get("APIFLOW_FUZZ_SCALE", "1")))
+
+
+@functools.cache
+def sample_bank() -> Bank:
+    """``bank/sample``, loaded once for the fuzz tests that play it (loaded on first use, not at import)."""
+    return load_bank("bank/sample")
+
 
 TOOL_NAMES = [f.__name__ for f in TOOL_FUNCTIONS]
 KINDS = ["request", "response", "variable", "spec", "handle"]

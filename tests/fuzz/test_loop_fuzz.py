@@ -19,27 +19,18 @@ from hypothesis import strategies as st
 
 from apiflow.agent import TrialLimits, run_trial_sync
 from apiflow.agent.ids import input_bounds
-from apiflow.bank import Bank, load_bank
 from apiflow.models import make_model
 from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ToolCall, Usage
 from apiflow.results.record import HARNESS_OUTCOMES, TrialRecord
 from apiflow.results.rows import ROW_COLUMNS, record_to_row, rows_to_table
 
-from .strategies import arguments, fuzz_settings, json_values, odd_text, tool_names
+from .strategies import arguments, fuzz_settings, json_values, odd_text, sample_bank, tool_names
 
 PUBLISHED_KEYS = [
     "schema_version", "model", "model_api", "task_id", "trial", "verdict", "passed", "failure_reason",
     "tokens", "duration_s", "messages", "verifier", "provenance",
 ]  # fmt: skip
 TASKS = ["sample-w01-sub01", "sample-w01-sub03", "sample-w01-sub06", "sample-w01-chain-1to04"]
-_BANK: Bank | None = None
-
-
-def _bank() -> Bank:
-    global _BANK
-    if _BANK is None:
-        _BANK = load_bank("bank/sample")
-    return _BANK
 
 
 @dataclass
@@ -132,12 +123,12 @@ def _check_record(record: TrialRecord) -> None:
 @st.composite
 def trials(draw: st.DrawFn) -> tuple[str, list[Any]]:
     task_id = draw(st.sampled_from(TASKS))
-    fields = list(_bank().task(task_id).card_fields)
+    fields = list(sample_bank().task(task_id).card_fields)
     return task_id, draw(st.lists(turns(fields), min_size=1, max_size=5))
 
 
 def _run(task_id: str, model: DrawnModel, limits: TrialLimits) -> TrialRecord:
-    bank = _bank()
+    bank = sample_bank()
     task = bank.task(task_id)
     return run_trial_sync(
         task, bank.world_of(task), model, seed=0, epoch=1, bank_name=bank.name, bank_hash=bank.hash,
@@ -183,7 +174,7 @@ class Interleaved:
 @st.composite
 def interleaved(draw: st.DrawFn) -> tuple[str, dict[int, Any]]:
     task_id = draw(st.sampled_from(TASKS))
-    fields = list(_bank().task(task_id).card_fields)
+    fields = list(sample_bank().task(task_id).card_fields)
     return task_id, draw(st.dictionaries(st.integers(1, 12), turns(fields), max_size=2))
 
 
@@ -191,7 +182,7 @@ def interleaved(draw: st.DrawFn) -> tuple[str, dict[int, Any]]:
 @given(interleaved())
 def test_oracle_with_drawn_turns_slipped_in(trial: tuple[str, dict[int, Any]]) -> None:
     task_id, inserts = trial
-    task = _bank().task(task_id)
+    task = sample_bank().task(task_id)
     record = _run(
         task_id, Interleaved(make_model("apiflow/oracle", task, 0), inserts), TrialLimits(max_messages=80)
     )

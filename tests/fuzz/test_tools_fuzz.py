@@ -16,24 +16,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from apiflow.agent.ids import derived_seed
-from apiflow.bank import Bank, load_bank
 from apiflow.tools import Toolbox, ToolResult, Workspace
 from apiflow.tools.limits import TOOL_BOUNDS, TOOL_RESULT_CHARS
 from apiflow.world import WorldSession
 
-from .strategies import TOOL_NAMES, arguments, fuzz_settings, schema_shaped, tool_names
+from .strategies import TOOL_NAMES, arguments, fuzz_settings, sample_bank, schema_shaped, tool_names
 
 TASK = "sample-w01-chain-1to07"
-_BANK: Bank | None = None
 
 
 def _toolbox() -> Toolbox:
-    global _BANK
-    if _BANK is None:
-        _BANK = load_bank("bank/sample")
-    task = _BANK.task(TASK)
+    bank = sample_bank()
+    task = bank.task(TASK)
     session = WorldSession(
-        _BANK.world_of(task), derived_seed("world", 0, task.id, 1), state_overrides=task.world_state
+        bank.world_of(task), derived_seed("world", 0, task.id, 1), state_overrides=task.world_state
     )
     workspace = Workspace(list(task.seed), session.spec_content(), id_seed=7)
     toolbox = Toolbox(workspace, session.send)

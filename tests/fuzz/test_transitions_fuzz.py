@@ -18,25 +18,16 @@ from hypothesis import strategies as st
 from apiflow.agent import trial as agent_trial
 from apiflow.agent.canaries import canary_literals, trial_salting
 from apiflow.agent.ids import derived_seed
-from apiflow.bank import Bank, load_bank
 from apiflow.world import WorldSession
 
-from .strategies import fuzz_settings
+from .strategies import fuzz_settings, sample_bank
 
 TASK = "sample-w01-chain-1to07"
-_BANK: Bank | None = None
-
-
-def _bank() -> Bank:
-    global _BANK
-    if _BANK is None:
-        _BANK = load_bank("bank/sample")
-    return _BANK
 
 
 def _pool() -> list[dict[str, Any]]:
     """Golden requests of every task of the world, as written and in this trial's canary forms."""
-    bank = _bank()
+    bank = sample_bank()
     task = bank.task(TASK)
     world = bank.world_of(task)
     spec = WorldSession(world, 0).spec_content()
@@ -72,7 +63,7 @@ _STEP = st.tuples(st.integers(0, 10_000), st.integers(0, 6), _VALUES)  # how > 3
 
 
 def _play(steps: list[tuple[int, int, Any]], pool: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    bank = _bank()
+    bank = sample_bank()
     task = bank.task(TASK)
     trial = agent_trial._Trial(task, bank.world_of(task), 0, 1)
     toolbox = trial.setup()
