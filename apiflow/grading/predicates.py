@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from apiflow.grading.evidence import UNKNOWN, Evidence, Exchange, value_text
+from apiflow.grading.evidence import Evidence, Exchange, value_text
 from apiflow.grading.routes import url_regex
 from apiflow.grading.rules import RuleSet
 from apiflow.grading.spec import DataFlowSpec, NewResponseSpec, WorkspaceValueSpec
@@ -133,9 +133,6 @@ def _carried(
     """(responses carrying the key, (exchange index, value) pairs, any unknown body matched)."""
     pattern = url_regex(spec.from_response_url_pattern)
     wanted = statuses(spec.from_status)
-    key = spec.from_body_key
-    dotted = rules.body_key == "dotted_path"
-    name = key.rsplit(".", 1)[-1]  # ``body_values``' any-depth key, split once per predicate
     carriers, unsure = 0, False
     values: list[tuple[int, Any]] = []
     for exchange in evidence.exchanges:
@@ -143,10 +140,8 @@ def _carried(
             continue
         if rules.seen_only and exchange.preview is not None:
             continue  # the agent never saw this body whole: it cannot be the value's source
-        body = exchange.response_body
-        if body is not UNKNOWN:  # ``body_values``, written out
-            found: list[Any] = []
-            hit = _find_path(body, key, found) if dotted else _find_any_depth(body, name, found)
+        if exchange.body_known:
+            hit, found = body_values(exchange.response_body, spec.from_body_key, rules)
         else:
             unsure = True
             preview_usable = rules.body_key == "last_segment_any_depth" and exchange.preview

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from apiflow.tools.refs import EntityRef, ref_from_data
+from apiflow.tools.refs import EntityRef, make_ref
 from apiflow.tools.result import ToolError
 from apiflow.tools.workspace import Exchange, Workspace
 from apiflow.world.errors import TransportError
@@ -110,17 +110,13 @@ def _declared_length_too_small(headers: dict[str, str], lowered: dict[str, str],
 def build_outgoing(content: dict[str, Any]) -> Outgoing:
     """Validate request content the way the HTTP client would and build the world's request.
 
-    The usual request (REST, string method and URL, a headers object of strings) is read inline;
-    the checks, their order and their errors are those of ``_protocol_fields`` and ``_check_headers``.
+    A headers object of strings is checked and lowered in one loop; the checks, their order and
+    their errors are those of ``_check_headers``.
 
     Raises:
         ToolError: ``execute failed: ...`` for a request the client refuses to send.
     """
-    protocol = content.get("protocol") or "rest"
-    if protocol == "rest":  # the usual request (only the string "rest" equals it): no case to fold
-        method, url, body = content.get("method") or "GET", content.get("url") or "", content.get("body")
-    else:
-        protocol, method, url, body = _protocol_fields(content)
+    protocol, method, url, body = _protocol_fields(content)
     if type(method) is not str and not isinstance(method, str):
         raise ToolError(f"execute failed: method must be a string, not {type(method)}")
     if type(url) is not str and not isinstance(url, str):
@@ -222,13 +218,8 @@ def execute_request(
     # Room for the request and response entities, checked before the world sees the request:
     # a send whose evidence could not be stored would change the world unrecorded.
     workspace.ensure_room(2 if inline else 1)
-    if request_ref is None:
-        request_id = workspace.ids.request_id()
-        ref = ref_from_data({"kind": "request", "id": request_id, "parent": None})  # make_ref's
-        request_key = f"request:{request_id}"  # str(ref): the ref strings are made once here
-    else:
-        ref = request_ref
-        request_key = str(ref)
+    ref = make_ref("request", workspace.ids.request_id()) if request_ref is None else request_ref
+    request_key = str(ref)  # the ref strings are made once here and handed on
     failure = wire_failure(outgoing.sent["headers"])
     response: HttpResponse | None = None
     if failure is None:
@@ -244,7 +235,7 @@ def execute_request(
         workspace.record_exchange(Exchange(request_key, None, outgoing.sent, None, failure))
         return dumps({"error": failure, "request_ref": request_key})
     response_id = workspace.ids.response_id()
-    response_ref = ref_from_data({"kind": "response", "id": response_id, "parent": ref})
+    response_ref = make_ref("response", response_id, parent=ref)
     response_key = f"{request_key}/response:{response_id}"  # str(response_ref)
     seen = response_content(response, outgoing)
     workspace.put_entity(response_ref, seen, "execute", key=response_key, room_checked=True)

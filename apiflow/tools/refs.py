@@ -101,9 +101,9 @@ def make_ref(kind: EntityKind, ident: str, parent: EntityRef | None = None) -> E
     validator is called straight (what ``EntityRef(kind=..., id=..., parent=...)`` does through
     ``BaseModel.__init__``): the same model, the same fields set, one Python call less.
     """
-    return ref_from_data({"kind": kind, "id": ident, "parent": parent})  # type: ignore[no-any-return]
+    return _ref_from_data({"kind": kind, "id": ident, "parent": parent})  # type: ignore[no-any-return]
 
 
-ref_from_data = EntityRef.__pydantic_validator__.validate_python
+_ref_from_data = EntityRef.__pydantic_validator__.validate_python
 """``EntityRef`` from its fields ``{"kind", "id", "parent"}``: the validation ``EntityRef(**data)`` runs,
 without ``BaseModel.__init__``'s Python frame (twice per execute)."""

@@ -95,4 +95,4 @@ class Toolbox:
             message = f"{detail} (limit tool_result_chars = {TOOL_RESULT_CHARS:,}); read or search for less."
             return ToolResult.failed("unknown", message, limit="tool_result_chars")
         terminated = name if name in TERMINATING_TOOLS else None
-        return ToolResult(content, None, terminated)  # type: ignore[arg-type]  # ToolResult.ok's
+        return ToolResult.ok(content, terminated)  # type: ignore[arg-type]

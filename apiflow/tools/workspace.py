@@ -140,21 +140,20 @@ class IdFactory:
         self._rng = random.Random(seed)
         self._issued: set[str] = set()
 
-    def request_id(self) -> str:
-        """``req-<6 hex>``."""
-        while True:  # twice per execute: written out rather than through a shared helper
-            ident = f"req-{self._rng.getrandbits(24):06x}"
+    def _fresh(self, prefix: str, hex_digits: int) -> str:
+        while True:
+            ident = f"{prefix}-{self._rng.getrandbits(4 * hex_digits):0{hex_digits}x}"
             if ident not in self._issued:
                 self._issued.add(ident)
                 return ident
 
+    def request_id(self) -> str:
+        """``req-<6 hex>``."""
+        return self._fresh("req", 6)
+
     def response_id(self) -> str:
         """``resp-<8 hex>``."""
-        while True:
-            ident = f"resp-{self._rng.getrandbits(32):08x}"
-            if ident not in self._issued:
-                self._issued.add(ident)
-                return ident
+        return self._fresh("resp", 8)
 
 
 @dataclass
@@ -232,9 +231,7 @@ class Workspace:
         if origin != "seed" and not room_checked and key not in self._entities:
             self.ensure_room(1)
         stored = json_copy(content) if origin != "seed" and ref.kind != "response" else content
-        clock = self.clock  # ``clock.advance()`` written out: twice per execute
-        clock._now += clock._step
-        entity = Entity(ref, stored, clock._now, origin)
+        entity = Entity(ref, stored, self.clock.advance(), origin)
         self._entities[key] = entity
         return entity
 

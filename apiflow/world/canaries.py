@@ -157,10 +157,7 @@ class CanaryCodec:
         elif isinstance(body, dict | list):
             body = _via_json(body, self._unsalt_text, self._in)
         headers = request.headers
-        try:
-            joined = "\n".join(headers.values())  # _joined's usual case, without its call
-        except TypeError:
-            joined = _joined(headers)
+        joined = _joined(headers)
         if joined and self._in.search(joined):
             unsalted = {}
             for name, value in headers.items():  # a loop: no comprehension frame per request
@@ -185,10 +182,7 @@ class CanaryCodec:
             return response
         text = response.text if response.text is not None else body_text(response.body)
         headers = dict(response.headers)
-        try:
-            joined = "\n".join(headers.values())
-        except TypeError:
-            joined = _joined(headers)
+        joined = _joined(headers)
         if self._holds_literal(joined) and self._out.search(joined):
             headers = {k: self.salt_text(v) if isinstance(v, str) else v for k, v in headers.items()}
         headers[SCOPE_HEADER[0]] = SCOPE_HEADER[1]

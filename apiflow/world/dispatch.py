@@ -71,7 +71,9 @@ def _check_bearer(route: Route, auth: dict[str, Any], scopes: frozenset[str] | N
     return None
 
 
-def _counted(state: dict[str, Any], calls_key: str, calls: int, auth: dict[str, Any] | None) -> dict[str, Any]:
+def _counted(
+    state: dict[str, Any], calls_key: str, calls: int, auth: dict[str, Any] | None
+) -> dict[str, Any]:
     """``state`` with the route's call count set to ``calls`` and, given the checked bearer's ``auth``,
     that token's ``uses`` counted.
 
@@ -144,7 +146,7 @@ def dispatch(
     method = request.method.upper()
     if world.serve_openapi and path == "/openapi.json" and method == "GET":
         return Outcome(state, _json(200, plan.openapi))
-    routes = plan.matched.get(path) or plan.routes_for(path)  # the memo read inline (a hit: most requests)
+    routes = plan.routes_for(path)
     if not routes.found:
         if path != "/" and path.endswith("/") and plan.routes_for(path.rstrip("/")).found:
             tail = f"?{query_string}" if query_string else ""
@@ -171,13 +173,7 @@ def _answer(
 ) -> Outcome:
     """Steps 6-7 on the chosen route: count the call, check the bearer, fire the first matching rule."""
     route = compiled_route.route
-    body: Any = request.body
-    if body is None:  # parse_body's answers for the two usual bodies, without its call
-        body_kind = "none"
-    elif type(body) is dict:
-        body_kind = "json"
-    else:
-        body_kind, body = parse_body(body)
+    body_kind, body = parse_body(request.body)
     calls_key = compiled_route.calls_key
     counts = state.get(CALLS) if type(state) is dict else None
     calls = counts.get(calls_key, MISSING) if type(counts) is dict else get_in(state, [CALLS, calls_key])
@@ -197,8 +193,7 @@ def _answer(
                 nonce = f"{seed}:{calls_key}:{route_calls}"
                 for effect, value, path in rule.effects:
                     state = _apply(state, effect, value, path, features, nonce)
-                    # the same request seen against the new state (Features.with_state)
-                    features = Features(method, params, query, headers, body_kind, body, auth, state, route_calls)
+                    features = features.with_state(state)
             # The response is rendered after the transition, so it can report the new state.
             return Outcome(state, rule.response.respond(features), route)
     return Outcome(state, _json(404, {"error": "no_matching_mock"}), route)
