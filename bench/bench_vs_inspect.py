@@ -45,8 +45,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("INSPECT_DISPLAY", "none")
 
-from bench_trial import _kwargs as trial_kwargs  # noqa: E402  # bench/ is on sys.path as the script's folder
 from bench_trial import pick_tasks  # noqa: E402
+from trialkit import trial_kwargs  # noqa: E402  # bench/ is on sys.path as the script's folder
 
 from apiflow.agent import run_trial, trial_seed  # noqa: E402
 from apiflow.agent.prompts import user_message  # noqa: E402
