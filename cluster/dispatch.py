@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections import deque
 from typing import Any
 
 from apiflow.results.store import ResultStore
 from cluster.plan import PlannedTrial
 from cluster.spec import GridSpec
 from cluster.worker import TrialOutcome, already_stored, stored_in_batches
+from cluster.workqueue import WorkQueue
 
 MAX_REQUEUES = 5
 """A trial whose actor died this many times is left for the next resume (a poison trial must not loop)."""
@@ -48,21 +48,24 @@ class Dispatcher:
         self.started = 0
         self.ramp_began: float | None = None
 
-    def _batch(self, queue: deque[PlannedTrial]) -> list[PlannedTrial]:
+    def _batch(self, queue: WorkQueue, index: int) -> list[PlannedTrial]:
         # Offline trials take milliseconds: batch them so Ray's per-call cost stays small.
         # Provider trials take minutes: one per call, the actor runs many calls at once.
-        if not self.spec.models[queue[0].model_index].offline:
-            return [queue.popleft()]
+        # A batch comes from one shelf: the actor's own while it lasts (its tasks' work is warm there).
+        shelf = queue.shelf_for(index)
+        assert shelf is not None
+        if not self.spec.models[shelf[0].model_index].offline:
+            return [queue.take(shelf)]
         batch: list[PlannedTrial] = []
         while (
-            queue
+            shelf
             and len(batch) < self.spec.concurrency.batch
-            and self.spec.models[queue[0].model_index].offline
+            and self.spec.models[shelf[0].model_index].offline
         ):
-            batch.append(queue.popleft())
+            batch.append(queue.take(shelf))
         return batch
 
-    def submit(self, queue: deque[PlannedTrial]) -> bool:
+    def submit(self, queue: WorkQueue) -> bool:
         """Send one batch to the least busy actor; False when the window or every actor is full."""
         if not queue or len(self.in_flight) >= self.window:
             return False
@@ -70,21 +73,22 @@ class Dispatcher:
         if not live:
             return False
         index = min(live, key=self.per_actor.__getitem__)
-        if self.per_actor[index] >= self.calls_per_actor or self.ramp_wait_s(queue) > 0:
+        if self.per_actor[index] >= self.calls_per_actor or self.ramp_wait_s(queue, index) > 0:
             return False
-        batch = self._batch(queue)
+        batch = self._batch(queue, index)
         self.started += not self.spec.models[batch[0].model_index].offline
         self.in_flight[self.actors[index].run_batch.remote(batch)] = (index, batch)
         self.per_actor[index] += 1
         return True
 
-    def ramp_wait_s(self, queue: deque[PlannedTrial]) -> float:
-        """Seconds until the next provider trial of the ramp may start (0: now)."""
+    def ramp_wait_s(self, queue: WorkQueue, index: int = 0) -> float:
+        """Seconds until the next provider trial of the ramp (actor ``index``'s next) may start (0: now)."""
+        following = queue.peek(index)
         if (
             not self.ramp_s
             or self.started >= self.slots
-            or not queue
-            or self.spec.models[queue[0].model_index].offline
+            or following is None
+            or self.spec.models[following.model_index].offline
         ):
             return 0.0
         now = time.monotonic()
@@ -92,7 +96,7 @@ class Dispatcher:
             self.ramp_began = now
         return max(0.0, self.ramp_began + self.started * self.ramp_s / self.slots - now)
 
-    def collect(self, queue: deque[PlannedTrial], timeout_s: float = 0.5) -> tuple[list[TrialOutcome], int]:
+    def collect(self, queue: WorkQueue, timeout_s: float = 0.5) -> tuple[list[TrialOutcome], int]:
         """Outcomes of finished calls, and how many trials went back on the queue."""
         from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 

@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 import zlib
-from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from cluster.report import GridSummary, estimate_cost, print_estimate
 from cluster.session import Ray
 from cluster.spec import GridSpec, load_grid
 from cluster.worker import DEFAULT_MAX_TOKENS, TrialOutcome, load_checked_bank, price_for
+from cluster.workqueue import WorkQueue
 
 STALL_S = 180.0
 """With trials queued, no call in flight and no live actor for this long, the run ends (incomplete,
@@ -251,7 +251,7 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
         worst_case_usd(spec.estimate.call_prompt_tokens, m.max_tokens or DEFAULT_MAX_TOKENS, p)
         for m, p in zip(spec.models, model_prices, strict=True)
     )
-    queue, tally, admitting, last_stats = deque(todo), Tally(), True, 0.0
+    queue, tally, admitting, last_stats = WorkQueue(todo, len(actors)), Tally(), True, 0.0
     cpu_before = time.process_time()
     idle_since = time.monotonic()
     with GridProgress(len(todo), enabled=progress) as display:

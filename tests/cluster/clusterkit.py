@@ -61,3 +61,35 @@ def kill_all(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def kill_ray_of(temp_dir: str, timeout_s: float = 20.0) -> None:
+    """SIGKILL a private Ray (every process naming ``temp_dir``) with its workers, and wait until
+    they are gone.
+
+    Ray's workers retitle themselves (``ray::TrialWorker…``), so their command lines no longer
+    name the temp dir: they are found as descendants of the processes that do, before those die
+    (an orphaned worker finishes its batch and writes it: a rerun started meanwhile would store
+    those trials a second time).
+    """
+    import time
+
+    named = pids_mentioning(temp_dir)
+    doomed = sorted({*named, *(c for pid in named for c in children(pid))})
+    kill_all(doomed)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        alive = [pid for pid in doomed if _running(pid)]
+        if not alive:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"Ray processes {alive} outlived SIGKILL for {timeout_s:.0f} s")
+
+
+def _running(pid: int) -> bool:
+    # A zombie has died (its parent has not reaped it yet): it writes nothing any more.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -3,8 +3,6 @@ object the dead actor created means its trials are stored; none means none is.""
 
 from __future__ import annotations
 
-from collections import deque
-
 import pytest
 from ray.exceptions import RayActorError
 
@@ -16,6 +14,7 @@ from apiflow.results.store import ResultStore
 from cluster.dispatch import Dispatcher
 from cluster.plan import PlannedTrial
 from cluster.spec import GridSpec
+from cluster.workqueue import WorkQueue
 
 
 class _Ref:
@@ -72,7 +71,7 @@ def test_a_dead_actors_batch_is_requeued_only_if_not_committed(tmp_path, committ
         records = [_record(t) for t in trials]
         assert store.put_batch([t.trial_id for t in trials], [(r, record_to_row(r)) for r in records])
     dispatcher = Dispatcher(_DeadRay(), [_Actor()], spec, calls_per_actor=2, window=4, store=store)
-    queue = deque(trials)
+    queue = WorkQueue(trials, 1)
     assert dispatcher.submit(queue) and not queue
     outcomes, requeued = dispatcher.collect(queue)
     if committed:
@@ -138,8 +137,8 @@ def _provider_spec(out: str, ramp_s: float) -> GridSpec:
                                     "concurrency": {"trials_per_actor": 4, "ramp_s": ramp_s}})  # fmt: skip
 
 
-def _provider_trials(n: int) -> deque[PlannedTrial]:
-    return deque(PlannedTrial(f"{i:032x}", 0, "sample-w01-sub01", "w01", 1, i) for i in range(n))
+def _provider_trials(n: int, actors: int = 2) -> WorkQueue:
+    return WorkQueue((PlannedTrial(f"{i:032x}", 0, "sample-w01-sub01", "w01", 1, i) for i in range(n)), actors)
 
 
 def test_a_ramp_spreads_the_first_wave_of_provider_starts(tmp_path, monkeypatch):
@@ -180,5 +179,5 @@ def test_offline_batches_ignore_the_ramp(tmp_path):
     spec = GridSpec.model_validate({"name": "t", "models": [{"model": "apiflow/oracle"}], "out": str(tmp_path),
                                     "concurrency": {"batch": 3, "ramp_s": 1000.0}})  # fmt: skip
     dispatcher = Dispatcher(_DeadRay(), [_Actor()], spec, calls_per_actor=2, window=4)
-    queue = deque(PlannedTrial(f"{i:032x}", 0, "sample-w01-sub01", "w01", 1, 0) for i in range(6))
+    queue = WorkQueue((PlannedTrial(f"{i:032x}", 0, "sample-w01-sub01", "w01", 1, 0) for i in range(6)), 1)
     assert dispatcher.submit(queue) and dispatcher.submit(queue) and not queue

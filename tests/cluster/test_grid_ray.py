@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from clusterkit import ROOT, children, cmdline, kill_all, pids_mentioning
+from clusterkit import ROOT, children, cmdline, kill_ray_of
 
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.cli import main
@@ -149,7 +149,7 @@ def test_driver_sigkill_then_rerun_gives_the_uninterrupted_aggregate(ray_session
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
     finally:
-        kill_all(pids_mentioning(ray_dir))  # the private Ray the killed driver had started
+        kill_ray_of(ray_dir)  # the private Ray the killed driver had started, workers included
         shutil.rmtree(ray_dir, ignore_errors=True)
     stored_at_kill = len(stored_rows(spec.out))
     assert 0 < stored_at_kill < 600
