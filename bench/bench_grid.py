@@ -20,7 +20,7 @@ d  The full-size offline grid (issue 11 §2): the 19 calibrated sims ``apiflow/s
    trial / cores; the ratio says what the grid adds on top of the trials themselves.
 e  The store's own cost per trial, per-trial layout (one-row Parquet + transcript, today's layout for
    provider trials and the only one before batches) against batched rows (one object per 64
-   trials + transcripts), over the same 1,000 played bank/v1 trials: CPU ms per trial, ratio.
+   trials + one transcript archive), over the same 1,000 played bank/v1 trials: CPU ms per trial, ratio.
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def part_e(work: Path) -> None:
         f"(e) store cost per trial over {n} played bank/v1 trials (CPU, median of 3 rounds), load avg {_load()}"
     )
     print(f"    per-trial layout (one-row Parquet + transcript): {single_s / n * 1000:.3f} ms/trial")
-    print(f"    batched rows (64 per object) + transcripts     : {batched_s / n * 1000:.3f} ms/trial")
+    print(f"    batched (64 rows + 64 transcripts per 2 objects): {batched_s / n * 1000:.3f} ms/trial")
     print(f"    ratio per-trial / batched: {single_s / batched_s:.1f}x "
           f"(spread per-trial {min(r[0] for r in rounds) / n * 1000:.3f}-{max(r[0] for r in rounds) / n * 1000:.3f} ms)")  # fmt: skip
 

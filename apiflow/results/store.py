@@ -10,7 +10,11 @@ through fsspec and behave alike)::
     rows/batches/<digest>.parquet               the rows of one batch of offline trials, create-only: the
                                                 commit point of every trial in it; ``digest`` = sha256 of the
                                                 batch's sorted trial ids, so a re-sent batch hits the same key
-    transcripts/model=<m>/<trial_id>.json       the schema-1.0 trial JSON, written just before its row
+    transcripts/model=<m>/<trial_id>.json       the schema-1.0 trial JSON of a trial run alone, written just
+                                                before its row
+    transcripts/batches/<digest>.zip            the JSONs of one batch's committed trials (members named as
+                                                above, same bytes), written just before its batch row object;
+                                                counts only once that object exists (``archives``)
     failures/model=<m>/<trial_id>/<run_id>-<digest>.parquet  harness/provider outcomes, one per attempt
                                                 (never block a resume; their spend counts toward the budget)
     ledger/<attempt>.json                       the budget ledger's last checkpoint of one driver attempt
@@ -41,6 +45,7 @@ import pyarrow.ipc
 import pyarrow.parquet as pq
 
 from apiflow.errors import UsageError
+from apiflow.results import archives
 from apiflow.results.objects import ObjectFolder
 from apiflow.results.record import TrialRecord
 from apiflow.results.rowfiles import batch_digest, dedupe, ids_in, row_bytes, row_cost, rows_bytes
@@ -108,8 +113,12 @@ class ResultStore:
         return self._path("rows", BATCHES, f"{batch_digest(trial_ids)}.parquet")
 
     def transcript_path(self, model_slug: str, trial_id: str) -> str:
-        """Where a trial's schema-1.0 JSON lives."""
-        return self._path("transcripts", f"model={model_token(model_slug)}", f"{trial_id}.json")
+        """Where the schema-1.0 JSON of a trial run alone lives."""
+        return self._path("transcripts", archives.member_name(model_token(model_slug), trial_id))
+
+    def archive_path(self, trial_ids: Iterable[str]) -> str:
+        """Where the transcripts of the batch of these trials live (beside its row object's digest)."""
+        return self._path("transcripts", BATCHES, f"{batch_digest(trial_ids)}{archives.SUFFIX}")
 
     # ---- object writes (the store's two commit primitives) -----------------
     def create_only(self, path: str, data: bytes) -> bool:
@@ -181,28 +190,30 @@ class ResultStore:
     def put_batch(
         self, trial_ids: Sequence[str], trials: Sequence[tuple[TrialRecord, dict[str, Any]]]
     ) -> bool:
-        """Store the finished trials of one batch: transcripts, then ONE create-only row object.
+        """Store the finished trials of one batch: ONE transcript archive, then ONE create-only row object.
 
         Harness/provider outcomes go under ``failures/`` as in ``put_trial``; every other trial
         is committed by the batch object at ``batch_path(trial_ids)`` (``trial_ids``: the whole
-        batch as sent, so the driver can name the object without knowing the outcomes).
+        batch as sent, so the driver can name the object without knowing the outcomes). Their
+        transcripts go first, together, to ``archive_path(trial_ids)``.
 
         Returns:
             True if this call created the batch object (or had no row to commit), False if the
             object already existed: another attempt of this very batch committed first.
         """
-        committed, transcripts = [], {}
+        committed, transcripts = [], []
         for record, row in trials:
             body = record.to_json_bytes()
             if record.is_harness_outcome:
                 self._put_failure(record, row, body)
                 continue
-            transcripts[self.transcript_path(record.model, record.apiflow.trial_id)] = body
+            transcripts.append((archives.member_name(model_token(record.model), record.apiflow.trial_id), body))
             committed.append(row)
         if not committed:
             return True
-        # Transcripts first: a committed row always has its transcript.
-        self.objects.overwrite_many(transcripts)
+        # Transcripts first: a committed row always has its transcript. The archive is overwritten
+        # (last writer wins, as a per-trial transcript is); the row object decides who committed.
+        self.overwrite(self.archive_path(trial_ids), archives.archive_bytes(transcripts))
         return self.create_only(self.batch_path(trial_ids), rows_bytes(committed))
 
     def _put_failure(self, record: TrialRecord, row: dict[str, Any], body: bytes) -> None:
@@ -312,8 +323,32 @@ class ResultStore:
         return found
 
     def read_transcript(self, model_slug: str, trial_id: str) -> dict[str, Any]:
-        """A stored trial's schema-1.0 JSON."""
-        return json.loads(self.fs.cat_file(self.transcript_path(model_slug, trial_id)))
+        """A stored trial's schema-1.0 JSON: its own file, else its member in a committed archive.
+
+        Raises:
+            FileNotFoundError: No transcript of that trial is stored.
+        """
+        try:
+            return json.loads(self.fs.cat_file(self.transcript_path(model_slug, trial_id)))
+        except FileNotFoundError:
+            pass
+        member = archives.member_name(model_token(model_slug), trial_id)
+        for path in self.committed_archives():  # one GET each: a lookup, not a scan of a grid
+            data = self.objects.cat(path)
+            if member in archives.member_names(data):
+                return json.loads(dict(archives.read_members(data, [member]))[member])
+        raise FileNotFoundError(f"no transcript of trial {trial_id} ({model_slug}) under {self.url}")
+
+    def committed_archives(self) -> list[str]:
+        """The transcript archives whose batch row object exists, in path order.
+
+        An archive without one was written by an attempt that died before committing: its
+        trials ran again (in other batches, or alone) and are stored elsewhere.
+        """
+        _, batches = self._row_objects()
+        digests = {_stem(p) for p in batches}
+        found = self.objects.list(f"transcripts/{BATCHES}", archives.SUFFIX)
+        return sorted(p for p in found if _stem(p) in digests)
 
     # ---- reading and compaction ---------------------------------------------
     def _read_files(self, paths: Iterable[str]) -> pa.Table:

@@ -8,19 +8,25 @@ live here; parsing and rendering happen in the build's worker processes.
 In a grid, a trial that failed in the harness and then succeeded has a transcript *and* failure
 attempts: the transcript wins, and of several failed attempts of a never-finished trial the first
 (in path order) is shown, as ``apiflow report`` counts them (``analysis.table.dedupe_trials``).
+A grid's batches keep their transcripts in one archive each (``transcripts/batches/<digest>.zip``,
+``apiflow.results.archives``): the members of every committed archive (its batch row object exists)
+are listed as ``<archive>/<member>`` paths and read from the archive; a trial stored twice (two
+attempts that both committed) is shown once, the first in path order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import zipfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import fsspec
 
 from apiflow.errors import UsageError
-from apiflow.results.store import MANIFEST
+from apiflow.results import archives
+from apiflow.results.store import BATCHES, MANIFEST
 
 # Grid bookkeeping beside the trials: never trial records.
 _GRID_METADATA = ("attempts", "ledger", "rows", "compacted")
@@ -34,16 +40,31 @@ class TrialSource:
     paths: tuple[str, ...]
     grid: bool  # a grid's result store (manifest.json at the root)
     fs: Any = None  # an fsspec filesystem for remote URLs; None for local paths
+    members: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """Path -> (archive, member name) for the paths that are members of a transcript archive."""
 
     def read_chunks(self, size: int) -> Iterator[list[tuple[str, bytes]]]:
-        """``(path, bytes)`` of every file, ``size`` files at a time (remote reads batched)."""
+        """``(path, bytes)`` of every trial, ``size`` at a time (remote reads batched)."""
         for start in range(0, len(self.paths), size):
             chunk = list(self.paths[start : start + size])
-            if self.fs is None:
-                yield [(p, Path(p).read_bytes()) for p in chunk]
-            else:
-                data = self.fs.cat(chunk, on_error="raise")
-                yield [(p, data[p]) for p in chunk]
+            data = self._read_files([p for p in chunk if p not in self.members])
+            wanted: dict[str, list[str]] = {}
+            for path in chunk:
+                if path in self.members:
+                    archive, name = self.members[path]
+                    wanted.setdefault(archive, []).append(name)
+            for archive, names in wanted.items():  # one read per archive a chunk touches
+                blob = Path(archive).read_bytes() if self.fs is None else self.fs.cat_file(archive)
+                data.update((f"{archive}/{name}", body) for name, body in archives.read_members(blob, names))
+            yield [(p, data[p]) for p in chunk]
+
+    def _read_files(self, paths: list[str]) -> dict[str, bytes]:
+        if not paths:
+            return {}
+        if self.fs is None:
+            return {p: Path(p).read_bytes() for p in paths}
+        data = self.fs.cat(paths, on_error="raise")
+        return {p: data[p] for p in paths}
 
 
 def open_source(url: str, storage_options: dict[str, Any] | None = None) -> TrialSource:
@@ -63,13 +84,18 @@ def open_source(url: str, storage_options: dict[str, Any] | None = None) -> Tria
         local = Path(url)
         if not local.exists():
             raise UsageError(f"{url}: no such file or directory")
-        files = [url] if local.is_file() else sorted(str(p) for p in local.rglob("*.json") if p.is_file())
+        files = [url] if local.is_file() else sorted(str(p) for p in local.rglob("*") if p.is_file())
     base = root.rstrip("/")
     grid = any(f == f"{base}/{MANIFEST}" for f in files)
-    paths = _grid_trials(base, files) if grid else [f for f in files if _is_trial_name(base, f)]
+    members: dict[str, tuple[str, str]] = {}
+    if grid:
+        members = _archive_members(base, files, fs)
+        paths = _grid_trials(base, files, list(members))
+    else:
+        paths = [f for f in files if _is_trial_name(base, f)]
     if not paths:
         raise UsageError(f"{url}: no trial JSON files in it")
-    return TrialSource(url=url, paths=tuple(paths), grid=grid, fs=fs)
+    return TrialSource(url=url, paths=tuple(paths), grid=grid, fs=fs, members=members)
 
 
 def _is_trial_name(base: str, path: str) -> bool:
@@ -78,11 +104,40 @@ def _is_trial_name(base: str, path: str) -> bool:
     return path.endswith(".json") and not any(p.startswith(("_", ".")) for p in parts)
 
 
-def _grid_trials(base: str, files: list[str]) -> list[str]:
-    """Transcripts first, then one failed attempt per trial that has no transcript."""
+def _archive_members(base: str, files: list[str], fs: Any) -> dict[str, tuple[str, str]]:
+    """The members of every committed transcript archive: ``<archive>/<member>`` -> (archive, member)."""
+    committed = {
+        _stem(f) for f in files if f.startswith(f"{base}/rows/{BATCHES}/") and f.endswith(".parquet")
+    }
+    members: dict[str, tuple[str, str]] = {}
+    for archive in files:
+        if not (archive.startswith(f"{base}/transcripts/{BATCHES}/") and archive.endswith(archives.SUFFIX)):
+            continue
+        if _stem(archive) not in committed:
+            continue  # written by an attempt that died before committing: its trials ran again
+        try:
+            if fs is None:
+                with zipfile.ZipFile(archive) as opened:
+                    names = opened.namelist()
+            else:
+                with fs.open(archive, "rb") as handle, zipfile.ZipFile(handle) as opened:
+                    names = opened.namelist()
+        except zipfile.BadZipFile as exc:
+            raise UsageError(f"{archive}: a damaged transcript archive ({exc})") from None
+        members.update((f"{archive}/{name}", (archive, name)) for name in names)
+    return members
+
+
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
+def _grid_trials(base: str, files: list[str], members: list[str]) -> list[str]:
+    """Transcripts first (each trial once, the first in path order), then one failed attempt per
+    trial that has no transcript."""
     transcripts: list[str] = []
     failures: dict[str, str] = {}
-    for path in files:
+    for path in sorted([*files, *members]):
         if not _is_trial_name(base, path):
             continue
         parts = path[len(base) :].strip("/").split("/")
@@ -92,5 +147,10 @@ def _grid_trials(base: str, files: list[str]) -> list[str]:
             failures.setdefault(parts[2], path)
         elif parts[0] not in _GRID_METADATA and parts != [MANIFEST]:
             transcripts.append(path)
-    done = {Path(p).stem for p in transcripts}
-    return transcripts + [p for trial_id, p in sorted(failures.items()) if trial_id not in done]
+    done: set[str] = set()
+    unique = []
+    for path in transcripts:
+        if Path(path).stem not in done:
+            done.add(Path(path).stem)
+            unique.append(path)
+    return unique + [p for trial_id, p in sorted(failures.items()) if trial_id not in done]

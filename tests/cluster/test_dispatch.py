@@ -3,12 +3,15 @@ object the dead actor created means its trials are stored; none means none is.""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from ray.exceptions import RayActorError
 
 from apiflow.agent import run_trial_sync, trial_seed
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.models import make_model
+from apiflow.results import archives
 from apiflow.results.rows import record_to_row
 from apiflow.results.store import ResultStore
 from cluster.dispatch import Dispatcher
@@ -86,7 +89,7 @@ def test_a_dead_actors_batch_is_requeued_only_if_not_committed(tmp_path, committ
 def test_a_runner_killed_mid_batch_resumes_to_every_trial_once(tmp_path, monkeypatch):
     """In process (the actors' TrialRunner): the third batch object never gets written (the process
     'dies' there); resume = planned - listed runs the rest; every trial ends stored exactly once,
-    the transcripts of the lost batch rewritten byte for byte (wall-time fields aside)."""
+    the transcripts of the lost batch (its uncommitted archive) rewritten alike (wall-time fields aside)."""
     import asyncio
 
     from cluster.driver import absolute_paths
@@ -118,9 +121,12 @@ def test_a_runner_killed_mid_batch_resumes_to_every_trial_once(tmp_path, monkeyp
         asyncio.run(runner.run_batch(plan))
     assert len(runner.store.done_ids()) == 10  # two batches of five committed, the third lost whole
     lost = plan[10:15]
-    before = {
-        p.trial_id: runner.store.read_transcript(spec.models[p.model_index].slug, p.trial_id) for p in lost
-    }
+    # Its transcripts were written (one archive) but never committed: the store does not read them.
+    archive = runner.store.objects.cat(runner.store.archive_path([p.trial_id for p in lost]))
+    before = {archives.trial_id_of(name): json.loads(body) for name, body in archives.read_members(archive)}
+    assert sorted(before) == sorted(p.trial_id for p in lost)
+    with pytest.raises(FileNotFoundError):
+        runner.store.read_transcript(spec.models[lost[0].model_index].slug, lost[0].trial_id)
     monkeypatch.setattr(runner.store, "create_only", real)
     todo = remaining(plan, runner.store.done_ids())
     assert todo == plan[10:]
