@@ -17,6 +17,7 @@ def test_settle_loaded_freezes_what_is_alive() -> None:
     heap.settle_loaded()
     assert gc.get_freeze_count() >= len(loaded)
     assert gc.get_count()[0] < 100  # collected first: nothing young left behind
+    assert gc.get_threshold()[0] == heap.YOUNG_COLLECTION_AFTER  # (tests/conftest.py restores it)
 
 
 def test_apiflow_run_settles_after_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

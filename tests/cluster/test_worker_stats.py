@@ -79,6 +79,7 @@ def test_settling_the_heap_freezes_what_exists_and_loads_litellm_first(tmp_path:
     import gc
     import sys
 
+    from apiflow.agent.heap import YOUNG_COLLECTION_AFTER
     from cluster.worker import FULL_COLLECTION_EVERY, settle_heap
 
     spec = GridSpec.model_validate(
@@ -88,7 +89,7 @@ def test_settling_the_heap_freezes_what_exists_and_loads_litellm_first(tmp_path:
     try:
         settle_heap(spec)
         assert "litellm" in sys.modules and gc.get_freeze_count() > 0
-        assert gc.get_threshold() == (threshold[0], threshold[1], FULL_COLLECTION_EVERY)
+        assert gc.get_threshold() == (YOUNG_COLLECTION_AFTER, threshold[1], FULL_COLLECTION_EVERY)
     finally:
         gc.unfreeze()
         gc.set_threshold(*threshold)
