@@ -26,6 +26,7 @@ from apiflow.analysis.rows import OURS_SCHEMA, PUBLISHED_SCHEMA, transcript_row
 from apiflow.errors import UsageError
 from apiflow.interop.evalzip import read_samples, sample_members
 from apiflow.interop.samples import sample_to_record
+from apiflow.results import archives
 
 CHUNK_FILES = 256
 ROW_GROUP_ROWS = 65536
@@ -64,7 +65,7 @@ def find_trial_files(roots: Sequence[str | Path]) -> list[Path]:
     with ``_`` are metadata such as ``_export_manifest.json`` and are skipped), in table order.
 
     Raises:
-        UsageError: a root does not exist.
+        UsageError: a root does not exist, or holds a grid's transcript archive (never skipped silently).
     """
     found: list[Path] = []
     for root in roots:
@@ -76,6 +77,9 @@ def find_trial_files(roots: Sequence[str | Path]) -> list[Path]:
             raise UsageError(f"{root}: no such file or directory")
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            for name in filenames:
+                if archives.is_archive_path(os.path.join(dirpath, name)):
+                    raise UsageError(archives.refuse_archive(os.path.join(dirpath, name)))
             found.extend(
                 Path(dirpath) / f
                 for f in filenames

@@ -28,6 +28,26 @@ def trial_id_of(member: str) -> str:
     return member.rsplit("/", 1)[-1].removesuffix(".json")
 
 
+def is_archive_path(path: str) -> bool:
+    """True for a grid's transcript archive (``…/transcripts/batches/<digest>.zip``)."""
+    parts = path.replace("\\", "/").split("/")
+    return path.endswith(SUFFIX) and len(parts) >= 3 and parts[-2] == "batches" and parts[-3] == "transcripts"
+
+
+def refuse_archive(path: str) -> str:
+    """The error for a reader of trial files that meets an archive outside a grid's own folder.
+
+    Whether an archive counts depends on its grid's row objects, beside ``transcripts/``: reading its
+    members blindly could show an uncommitted attempt, and skipping it would silently leave trials out.
+    """
+    grid = path.replace("\\", "/").rsplit("/transcripts/batches/", 1)[0]
+    return (
+        f"{path}: a grid's transcript archive (one batch's trials); point `apiflow view` or "
+        f"`apiflow transcripts export` at the grid's folder ({grid}), which read committed archives, "
+        "or unzip them into a folder first"
+    )
+
+
 def archive_bytes(members: Iterable[tuple[str, bytes]]) -> bytes:
     """A stored (uncompressed) ZIP of ``(name, bytes)`` members, in the order given."""
     buffer = io.BytesIO()

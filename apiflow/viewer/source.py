@@ -92,6 +92,8 @@ def open_source(url: str, storage_options: dict[str, Any] | None = None) -> Tria
         members = _archive_members(base, files, fs)
         paths = _grid_trials(base, files, list(members))
     else:
+        if refused := next((f for f in files if archives.is_archive_path(f)), None):
+            raise UsageError(archives.refuse_archive(refused))
         paths = [f for f in files if _is_trial_name(base, f)]
     if not paths:
         raise UsageError(f"{url}: no trial JSON files in it")

@@ -94,3 +94,24 @@ def test_the_viewer_source_reads_committed_archives_once_per_trial(tmp_path, mak
     # the twice-stored trial comes from the first archive in path order, whole
     archive_of_2 = source.members[next(p for p in source.paths if p.endswith(f"{2:032x}.json"))][0]
     assert archive_of_2 == min(store.archive_path([r.apiflow.trial_id for r in b]) for b in (first, again))
+
+
+def test_readers_of_trial_files_refuse_a_grids_archives_rather_than_skip_them(tmp_path, make_record):
+    """`transcripts ingest`, `regrade` and `view` pointed below a grid's folder (at its transcripts/)
+    meet archives they cannot judge (committed or not is in rows/): a clear error, exit 2, no trial
+    silently left out."""
+    from apiflow.cli import main
+
+    store = ResultStore(str(tmp_path / "out"))
+    store.write_manifest({"grid_id": "g"})
+    _put_batch(store, [make_record(trial_id=f"{i:032x}", epoch=i + 1) for i in range(2)])
+    below = str(tmp_path / "out" / "transcripts")
+    assert archives.is_archive_path(store.archive_path(["a"])) and not archives.is_archive_path(below + "/x.zip")
+    for argv in (
+        ["transcripts", "ingest", below, "--out", str(tmp_path / "t.parquet")],
+        ["regrade", below],
+        ["view", below, "--out", str(tmp_path / "site")],
+    ):
+        assert main(argv) == 2, argv
+    with pytest.raises(Exception, match="transcript archive"):
+        open_source(below)
