@@ -31,6 +31,22 @@ def test_an_archive_holds_its_members_in_order_byte_for_byte_and_is_a_pure_funct
         list(archives.read_members(data, ["model=m-1/zzz.json"]))
 
 
+@pytest.mark.parametrize("count", [0, 1, 3, 70])
+def test_the_packed_writer_writes_zipfiles_bytes(count):
+    names = ["model=m-1/{:064x}.json", "modèl-ü/{}.json", "x/{}"]
+    members = [(names[i % 3].format(i), bytes(range(i % 256)) * (i % 5)) for i in range(count)]
+    assert archives.archive_bytes(members) == archives._zipfile_bytes(members)
+    assert list(archives.read_members(archives.archive_bytes(members))) == members
+
+
+def test_past_the_classic_limits_zipfile_writes_the_archive(monkeypatch):
+    members = [("a.json", b"x" * 100), ("b.json", b"y")]
+    monkeypatch.setattr(archives, "_LIMIT", 50)  # stands in for 4 GiB
+    assert archives.archive_bytes(members) == archives._zipfile_bytes(members)
+    monkeypatch.setattr(archives, "_zipfile_bytes", lambda m: b"fallback")
+    assert archives.archive_bytes(members) == b"fallback"  # the size check sent it there
+
+
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
 def store(request, tmp_path):
     if request.param == "local":
