@@ -121,10 +121,21 @@ class GridSummary:
             + " s CPU; peak RSS "
             + "/".join(f"{w['peak_rss_mb']:.0f}" for w in self.workers)
             + " MB"
-            + _replayed(self.workers),
+            + _replayed(self.workers)
+            + _collector(self.workers, per),
             f"  driver CPU {self.driver_cpu_s:.1f} s, of which the trial phase {self.driver_trial_cpu_s:.2f} s "
             f"({self.driver_trial_cpu_s * 1000 / done:.3f} ms per trial run)",
         ]
+
+
+def _collector(workers: list[dict[str, Any]], per: float) -> str:
+    """The cyclic collector's share (its pauses stop every trial of the actor: apiflow.agent.heap)."""
+    if not all("gc_s" in w for w in workers):
+        return ""
+    seconds = sum(sum(w["gc_s"]) for w in workers)
+    full = sum(w["gc_count"][2] for w in workers)
+    longest = max(w["gc_longest_s"] for w in workers)
+    return f"; collector {seconds * per:.3f} ms a trial ({full} full, longest {longest * 1000:.0f} ms)"
 
 
 def _replayed(workers: list[dict[str, Any]]) -> str:
