@@ -34,8 +34,9 @@ Node = dict[bytes, tuple[HttpResponse, Any, dict[Any, Any]]]
 
 MAX_EDGES: Final = 40_000
 """About 2.6 KB an edge at bank/v1's sizes (an actor's RSS grew 140 MB for 54k edges): ~100 MB at most.
-The 44,365-trial grid makes ~11k edges an epoch in each of its two actors, and an epoch's roots never
-come back in the next one (the seeds differ), so this holds the epoch being played with room over."""
+The 44,365-trial grid makes ~7k edges an epoch in each of its two actors (each task's trials on one actor:
+docs/design/040, "Task homes"), and an epoch's roots never come back in the next one (the seeds differ), so
+this holds the epoch being played with room over."""
 
 
 MAX_ROOTS: Final = 8_192
