@@ -1,4 +1,4 @@
-"""Verbs ``apiflow transcripts ingest``, ``apiflow transcripts export`` and ``apiflow report``."""
+"""Verbs ``apiflow transcripts ingest|export|unpack`` and ``apiflow report``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from apiflow.interop.export import export_inspect, iter_trials
 
 
 def register(subparsers) -> None:
-    """Add ``transcripts ingest``, ``transcripts export`` and ``report`` to the top-level parser."""
+    """Add ``transcripts ingest``, ``export``, ``unpack`` and ``report`` to the top-level parser."""
     transcripts = subparsers.add_parser("transcripts", help="work with schema-1.0 trial transcripts")
     verbs = transcripts.add_subparsers(
         dest="transcripts_verb", metavar="VERB", parser_class=type(transcripts)
@@ -48,6 +48,12 @@ def register(subparsers) -> None:
     )
     exp.add_argument("--storage-options", help="fsspec options as JSON (e.g. an S3 endpoint)")
     exp.set_defaults(func=_export)
+    unpack = verbs.add_parser(
+        "unpack", help="write a grid's archived transcripts as one file a trial (transcripts/model=<m>/)"
+    )
+    unpack.add_argument("results", metavar="RESULTS", help="what `grid run` wrote (local or s3://)")
+    unpack.add_argument("--storage-options", help="fsspec options as JSON (e.g. an S3 endpoint)")
+    unpack.set_defaults(func=_unpack)
     transcripts.set_defaults(func=lambda args: _missing_verb(transcripts))
 
     rep = subparsers.add_parser(
@@ -106,6 +112,18 @@ def _export(args: argparse.Namespace) -> int:
         print(f"{log.path}  {log.model} on {log.bank}: {log.trials:,} samples ({log.unscored:,} unscored)")
     total = sum(log.trials for log in logs)
     print(f"exported {total:,} trials into {len(logs)} Inspect log(s) in {seconds:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _unpack(args: argparse.Namespace) -> int:
+    from apiflow.results.store import ResultStore
+
+    store = ResultStore(args.results, storage_options_arg(args.storage_options))
+    if store.read_manifest() is None:
+        raise UsageError(f"{args.results}: not a grid's result folder (no manifest.json)")
+    written, skipped = store.unpack_archives()
+    print(f"wrote {written:,} transcript files under {args.results}/transcripts/model=*/"
+          + (f" ({skipped:,} later copies of a trial skipped)" if skipped else ""), file=sys.stderr)  # fmt: skip
     return 0
 
 

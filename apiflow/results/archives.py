@@ -2,7 +2,8 @@
 
 A member is named as the trial's own file would be below ``transcripts/``
 (``model=<m>/<trial_id>.json``) and holds the same bytes, stored (no compression), so
-``unzip`` of every committed archive into ``transcripts/`` gives the per-trial layout back. The
+``unzip`` of a committed archive into ``transcripts/`` gives its trials' per-trial files back
+(``apiflow transcripts unpack`` does it for every committed one: ``ResultStore.unpack_archives``). The
 archive is a pure function of its members and their order: fixed timestamps, fixed permissions
 (a re-sent batch writes the same bytes). Why one object per batch: docs/design/042, "Round three".
 """
@@ -46,7 +47,8 @@ def refuse_archive(path: str) -> str:
     return (
         f"{path}: a grid's transcript archive (one batch's trials); point `apiflow view` or "
         f"`apiflow transcripts export` at the grid's folder ({grid}), which read committed archives, "
-        "or unzip them into a folder first"
+        f"or write them out as one file a trial with `apiflow transcripts unpack {grid}` and point at "
+        "its transcripts/model=*/ folders"
     )
 
 

@@ -339,6 +339,27 @@ class ResultStore:
                 return json.loads(dict(archives.read_members(data, [member]))[member])
         raise FileNotFoundError(f"no transcript of trial {trial_id} ({model_slug}) under {self.url}")
 
+    def unpack_archives(self) -> tuple[int, int]:
+        """Write each committed archive's members as the per-trial files of the same names
+        (``transcripts/model=<m>/<trial_id>.json``), for tools that want one file a trial.
+
+        A trial in two committed archives is written from the first in path order, the one the
+        readers show; the archives stay (they remain what the readers read).
+
+        Returns:
+            ``(files written, members skipped as a later copy of a trial already written)``.
+        """
+        written: set[str] = set()
+        skipped = 0
+        for path in self.committed_archives():
+            for name, body in archives.read_members(self.objects.cat(path)):
+                if name in written:
+                    skipped += 1
+                    continue
+                self.overwrite(self._path("transcripts", name), body)
+                written.add(name)
+        return len(written), skipped
+
     def committed_archives(self) -> list[str]:
         """The transcript archives whose batch row object exists, in path order.
 

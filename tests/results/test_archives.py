@@ -4,6 +4,7 @@ per-trial files, counted only once their batch row object exists."""
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 
 import pytest
@@ -131,3 +132,30 @@ def test_readers_of_trial_files_refuse_a_grids_archives_rather_than_skip_them(tm
         assert main(argv) == 2, argv
     with pytest.raises(Exception, match="transcript archive"):
         open_source(below)
+
+
+def test_unpack_writes_committed_archives_as_one_file_a_trial(store, make_record, capsys):
+    from apiflow.cli import main
+
+    store.write_manifest({"grid_id": "g"})
+    first = [make_record(trial_id=f"{i:032x}", epoch=i + 1) for i in range(3)]
+    again = [make_record(trial_id=f"{i:032x}", epoch=i + 1, passed=False) for i in (2, 3)]  # 2 twice
+    _put_batch(store, first)
+    _put_batch(store, again)
+    stale = make_record(trial_id="7" * 32)
+    store.overwrite(  # an attempt that never committed: not unpacked
+        store.archive_path(["7" * 32, "8" * 32]),
+        archives.archive_bytes([(archives.member_name(model_token(stale.model), "7" * 32), stale.to_json_bytes())]),
+    )
+    options = ["--storage-options", json.dumps(store.storage_options)] if not store.local else []
+    assert main(["transcripts", "unpack", store.url, *options]) == 0
+    err = capsys.readouterr().err
+    assert "wrote 4 transcript files" in err and "1 later copies of a trial skipped" in err
+    files = sorted(store.objects.list("transcripts", ".json"))
+    assert [f.rsplit("/", 1)[-1] for f in files] == [f"{i:032x}.json" for i in range(4)]
+    shown = dict(pair for chunk in open_source(store.url, store.storage_options).read_chunks(10) for pair in chunk)
+    for path in files:  # the same bytes the readers show for that trial
+        trial_id = path.rsplit("/", 1)[-1]
+        assert store.objects.cat(path) == next(b for p, b in shown.items() if p.endswith(trial_id))
+    assert store.unpack_archives() == (4, 1)  # idempotent
+    assert main(["transcripts", "unpack", str(store.url) + "-none", *options]) == 2
