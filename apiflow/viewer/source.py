@@ -55,7 +55,10 @@ class TrialSource:
                     wanted.setdefault(archive, []).append(name)
             for archive, names in wanted.items():  # one read per archive a chunk touches
                 blob = Path(archive).read_bytes() if self.fs is None else self.fs.cat_file(archive)
-                data.update((f"{archive}/{name}", body) for name, body in archives.read_members(blob, names))
+                try:
+                    data.update((f"{archive}/{n}", body) for n, body in archives.read_members(blob, names))
+                except (zipfile.BadZipFile, KeyError) as exc:  # changed or damaged since it was listed
+                    raise UsageError(f"{archive}: a damaged transcript archive ({exc})") from None
             yield [(p, data[p]) for p in chunk]
 
     def _read_files(self, paths: list[str]) -> dict[str, bytes]:

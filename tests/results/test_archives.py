@@ -159,3 +159,22 @@ def test_unpack_writes_committed_archives_as_one_file_a_trial(store, make_record
         assert store.objects.cat(path) == next(b for p, b in shown.items() if p.endswith(trial_id))
     assert store.unpack_archives() == (4, 1)  # idempotent
     assert main(["transcripts", "unpack", str(store.url) + "-none", *options]) == 2
+
+
+def test_a_damaged_archive_is_a_clear_error_not_a_traceback(tmp_path, make_record):
+    from apiflow.errors import UsageError
+
+    store = ResultStore(str(tmp_path / "out"))
+    store.write_manifest({"grid_id": "g"})
+    batch = [make_record(trial_id=f"{i:032x}", epoch=i + 1) for i in range(2)]
+    _put_batch(store, batch)
+    path = store.archive_path([r.apiflow.trial_id for r in batch])
+    source = open_source(store.url)
+    data = bytearray(store.objects.cat(path))
+    data[400] ^= 0xFF  # a flipped byte inside the first member's body: its CRC no longer matches
+    (tmp_path / "out" / path.split("/out/", 1)[1]).write_bytes(bytes(data))
+    with pytest.raises(UsageError, match="damaged transcript archive"):
+        list(source.read_chunks(10))
+    (tmp_path / "out" / path.split("/out/", 1)[1]).write_bytes(b"not a zip")
+    with pytest.raises(UsageError, match="damaged transcript archive"):
+        open_source(store.url)
