@@ -14,6 +14,7 @@ from apiflow.models import make_model
 from apiflow.results import archives
 from apiflow.results.rows import record_to_row
 from apiflow.results.store import ResultStore
+from apiflow.viewer.source import open_source
 from cluster.dispatch import Dispatcher
 from cluster.plan import PlannedTrial
 from cluster.spec import GridSpec
@@ -133,6 +134,9 @@ def test_a_runner_killed_mid_batch_resumes_to_every_trial_once(tmp_path, monkeyp
     outcomes = asyncio.run(runner.run_batch(todo))
     assert all(o.stored for o in outcomes)
     assert sorted(runner.store.row_ids()) == sorted(p.trial_id for p in plan)  # none lost, none twice
+    runner.store.write_manifest({"grid_id": "t"})  # the driver writes it; the viewer knows a grid by it
+    shown = [path.rsplit("/", 1)[-1].removesuffix(".json") for path in open_source(spec.out).paths]
+    assert sorted(shown) == sorted(p.trial_id for p in plan)  # every row's transcript, each once
     for trial_id, old in before.items():
         new = runner.store.read_transcript(old["model"], trial_id)
         assert {**new, "duration_s": 0, "provenance": None} == {**old, "duration_s": 0, "provenance": None}

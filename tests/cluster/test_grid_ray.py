@@ -27,6 +27,7 @@ from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.cli import main
 from apiflow.results.rows import PUBLISHED_COLUMNS, published_row
 from apiflow.results.store import ResultStore
+from apiflow.viewer.source import open_source
 from cluster.driver import run_grid
 from cluster.plan import plan_grid
 from cluster.spec import GridSpec
@@ -158,6 +159,9 @@ def test_driver_sigkill_then_rerun_gives_the_uninterrupted_aggregate(ray_session
     store = ResultStore(spec.out)
     assert len(stored_rows(spec.out)) == 600 == len(store.done_ids())
     assert aggregate(store) == aggregate(ResultStore(reference.out))
+    # Every stored row has its transcript, each shown once (the killed run's uncommitted archives skipped).
+    shown = [Path(p).stem for p in open_source(spec.out).paths]
+    assert len(shown) == 600 and set(shown) == store.done_ids()
 
 
 def test_budget_cap_stops_new_trials_within_the_reservations(ray_session, tmp_path):
