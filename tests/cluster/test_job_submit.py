@@ -69,12 +69,19 @@ def test_ray_job_submit_runs_the_demo_grid(tmp_path):
              f"--ray-client-server-port={free_port()}", "--disable-usage-stats"],
             env=env, check=True, capture_output=True, timeout=180,
         )  # fmt: skip
-        job = subprocess.run(
-            [str(VENV_BIN / "ray"), "job", "submit", f"--address=http://127.0.0.1:{dashboard}", "--working-dir", ".",
-             "--runtime-env-json", json.dumps({"excludes": EXCLUDES}), "--",
-             "python", "-m", "cluster.driver", "configs/grids/demo.yaml", "--out", str(out), "--no-progress"],
-            env=env, cwd=ROOT, capture_output=True, text=True, timeout=400,
-        )  # fmt: skip
+        # `ray start` returns before the dashboard's job agent is up; until it is, a submission is
+        # refused ("No available agent to submit job, please try again later"), nothing submitted.
+        deadline = time.monotonic() + 60
+        while True:
+            job = subprocess.run(
+                [str(VENV_BIN / "ray"), "job", "submit", f"--address=http://127.0.0.1:{dashboard}", "--working-dir", ".",
+                 "--runtime-env-json", json.dumps({"excludes": EXCLUDES}), "--",
+                 "python", "-m", "cluster.driver", "configs/grids/demo.yaml", "--out", str(out), "--no-progress"],
+                env=env, cwd=ROOT, capture_output=True, text=True, timeout=400,
+            )  # fmt: skip
+            if "No available agent to submit job" not in job.stderr or time.monotonic() > deadline:
+                break
+            time.sleep(2.0)
     finally:
         _stop_head(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
