@@ -68,13 +68,14 @@ def kill_ray_of(temp_dir: str, timeout_s: float = 20.0) -> None:
     they are gone.
 
     Ray's workers retitle themselves (``ray::TrialWorker…``), so their command lines no longer
-    name the temp dir: they are found as descendants of the processes that do, before those die
-    (an orphaned worker finishes its batch and writes it: a rerun started meanwhile would store
-    those trials a second time).
+    name the temp dir: they are found as descendants of the processes that do, and by their
+    environment (a worker whose raylet already died is nobody's descendant; it inherited the
+    environment the driver was started with, which names the temp dir). An orphaned worker
+    finishes its batch and writes it: a rerun started meanwhile would store those trials twice.
     """
     import time
 
-    named = pids_mentioning(temp_dir)
+    named = pids_mentioning(temp_dir) + _pids_with_env(temp_dir)
     doomed = sorted({*named, *(c for pid in named for c in children(pid))})
     kill_all(doomed)
     deadline = time.monotonic() + timeout_s
@@ -84,6 +85,20 @@ def kill_ray_of(temp_dir: str, timeout_s: float = 20.0) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"Ray processes {alive} outlived SIGKILL for {timeout_s:.0f} s")
+
+
+def _pids_with_env(text: str) -> list[int]:
+    """Processes whose environment contains ``text`` (ours only: /proc hides others' environments)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if text.encode() in Path(f"/proc/{entry}/environ").read_bytes():
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
 
 
 def _running(pid: int) -> bool:
