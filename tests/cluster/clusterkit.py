@@ -89,16 +89,15 @@ def kill_ray_of(temp_dir: str, timeout_s: float = 20.0) -> None:
 
 def _pids_with_env(text: str) -> list[int]:
     """Processes whose environment contains ``text`` (ours only: /proc hides others' environments)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            if text.encode() in Path(f"/proc/{entry}/environ").read_bytes():
-                found.append(int(entry))
-        except OSError:
-            continue
-    return found
+    needle = text.encode()
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid() and needle in _environ(int(p))]
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:  # gone, or not ours
+        return b""
 
 
 def _running(pid: int) -> bool:
