@@ -27,16 +27,14 @@ class WorkQueue:
             raise ValueError("a work queue needs at least one actor")
         self.shelves: list[deque[PlannedTrial]] = [deque() for _ in range(actors)]
         self._homes: dict[str, int] = {}
-        self._count = 0
         for trial in trials:
             self._shelf(trial).append(trial)
-            self._count += 1
 
     def __len__(self) -> int:
-        return self._count
+        return sum(map(len, self.shelves))
 
     def __bool__(self) -> bool:
-        return self._count > 0
+        return any(self.shelves)
 
     def home(self, task_id: str) -> int:
         """The actor index a task's trials go to first (dealt in order of first appearance)."""
@@ -63,14 +61,11 @@ class WorkQueue:
 
     def take(self, shelf: deque[PlannedTrial]) -> PlannedTrial:
         """Remove and return the front trial of ``shelf`` (one of ``self.shelves``)."""
-        trial = shelf.popleft()
-        self._count -= 1
-        return trial
+        return shelf.popleft()
 
     def appendleft(self, trial: PlannedTrial) -> None:
         """Put a trial back at the front of its home shelf (a dead actor's batch: finish what was started first)."""
         self._shelf(trial).appendleft(trial)
-        self._count += 1
 
     def __iter__(self) -> Iterator[PlannedTrial]:
         for shelf in self.shelves:

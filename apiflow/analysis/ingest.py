@@ -78,8 +78,7 @@ def find_trial_files(roots: Sequence[str | Path]) -> list[Path]:
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             for name in filenames:
-                if archives.is_archive_path(os.path.join(dirpath, name)):
-                    raise UsageError(archives.refuse_archive(os.path.join(dirpath, name)))
+                archives.refuse_archive(os.path.join(dirpath, name))
             found.extend(
                 Path(dirpath) / f
                 for f in filenames

@@ -15,6 +15,9 @@ import struct
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
+from typing import IO
+
+from apiflow.errors import UsageError
 
 SUFFIX = ".zip"
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a ZIP can hold: no wall clock in the bytes
@@ -37,19 +40,38 @@ def is_archive_path(path: str) -> bool:
     return path.endswith(SUFFIX) and len(parts) >= 3 and parts[-2] == "batches" and parts[-3] == "transcripts"
 
 
-def refuse_archive(path: str) -> str:
-    """The error for a reader of trial files that meets an archive outside a grid's own folder.
+def refuse_archive(path: str) -> None:
+    """Raise for a grid's archive met by a reader of trial files outside the grid's own folder.
 
     Whether an archive counts depends on its grid's row objects, beside ``transcripts/``: reading its
     members blindly could show an uncommitted attempt, and skipping it would silently leave trials out.
+
+    Raises:
+        UsageError: ``path`` is a transcript archive (``is_archive_path``).
     """
+    if not is_archive_path(path):
+        return
     grid = path.replace("\\", "/").rsplit("/transcripts/batches/", 1)[0]
-    return (
+    raise UsageError(
         f"{path}: a grid's transcript archive (one batch's trials); point `apiflow view` or "
         f"`apiflow transcripts export` at the grid's folder ({grid}), which read committed archives, "
         f"or write them out as one file a trial with `apiflow transcripts unpack {grid}` and point at "
         "its transcripts/model=*/ folders"
     )
+
+
+def committed(paths: Iterable[str], batch_rows: Iterable[str]) -> list[str]:
+    """The archives among ``paths`` whose batch row object (same digest) is among ``batch_rows``, in path order.
+
+    An archive without one was written by an attempt that died before committing: its trials ran
+    again (in other batches, or alone) and are stored elsewhere.
+    """
+    digests = {_stem(p) for p in batch_rows}
+    return sorted(p for p in paths if _stem(p) in digests)
+
+
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
 
 
 def archive_bytes(members: Iterable[tuple[str, bytes]]) -> bytes:
@@ -117,14 +139,15 @@ def _zipfile_bytes(members: Iterable[tuple[str, bytes]]) -> bytes:
     return buffer.getvalue()
 
 
-def member_names(data: bytes) -> list[str]:
-    """The members of an archive, in archive order.
+def member_names(archive: bytes | str | IO[bytes]) -> list[str]:
+    """The members of an archive (its bytes, a local path or an open file), in archive order;
+    only the central directory is read from a path or a file.
 
     Raises:
-        zipfile.BadZipFile: ``data`` is not a ZIP archive.
+        zipfile.BadZipFile: ``archive`` is not a ZIP archive.
     """
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        return archive.namelist()
+    with zipfile.ZipFile(io.BytesIO(archive) if isinstance(archive, bytes) else archive) as opened:
+        return opened.namelist()
 
 
 def read_members(data: bytes, names: Iterable[str] | None = None) -> Iterator[tuple[str, bytes]]:

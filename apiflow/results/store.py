@@ -334,9 +334,11 @@ class ResultStore:
             pass
         member = archives.member_name(model_token(model_slug), trial_id)
         for path in self.committed_archives():  # one GET each: a lookup, not a scan of a grid
-            data = self.objects.cat(path)
-            if member in archives.member_names(data):
-                return json.loads(dict(archives.read_members(data, [member]))[member])
+            try:
+                ((_, body),) = archives.read_members(self.objects.cat(path), [member])
+            except KeyError:
+                continue
+            return json.loads(body)
         raise FileNotFoundError(f"no transcript of trial {trial_id} ({model_slug}) under {self.url}")
 
     def unpack_archives(self) -> tuple[int, int]:
@@ -361,15 +363,9 @@ class ResultStore:
         return len(written), skipped
 
     def committed_archives(self) -> list[str]:
-        """The transcript archives whose batch row object exists, in path order.
-
-        An archive without one was written by an attempt that died before committing: its
-        trials ran again (in other batches, or alone) and are stored elsewhere.
-        """
+        """The transcript archives whose batch row object exists, in path order (``archives.committed``)."""
         _, batches = self._row_objects()
-        digests = {_stem(p) for p in batches}
-        found = self.objects.list(f"transcripts/{BATCHES}", archives.SUFFIX)
-        return sorted(p for p in found if _stem(p) in digests)
+        return archives.committed(self.objects.list(f"transcripts/{BATCHES}", archives.SUFFIX), batches)
 
     # ---- reading and compaction ---------------------------------------------
     def _read_files(self, paths: Iterable[str]) -> pa.Table:

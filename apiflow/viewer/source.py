@@ -95,8 +95,8 @@ def open_source(url: str, storage_options: dict[str, Any] | None = None) -> Tria
         members = _archive_members(base, files, fs)
         paths = _grid_trials(base, files, list(members))
     else:
-        if refused := next((f for f in files if archives.is_archive_path(f)), None):
-            raise UsageError(archives.refuse_archive(refused))
+        for path in files:
+            archives.refuse_archive(path)
         paths = [f for f in files if _is_trial_name(base, f)]
     if not paths:
         raise UsageError(f"{url}: no trial JSON files in it")
@@ -111,30 +111,20 @@ def _is_trial_name(base: str, path: str) -> bool:
 
 def _archive_members(base: str, files: list[str], fs: Any) -> dict[str, tuple[str, str]]:
     """The members of every committed transcript archive: ``<archive>/<member>`` -> (archive, member)."""
-    committed = {
-        _stem(f) for f in files if f.startswith(f"{base}/rows/{BATCHES}/") and f.endswith(".parquet")
-    }
+    found = [f for f in files if f.startswith(f"{base}/transcripts/{BATCHES}/") and f.endswith(archives.SUFFIX)]
+    batch_rows = [f for f in files if f.startswith(f"{base}/rows/{BATCHES}/") and f.endswith(".parquet")]
     members: dict[str, tuple[str, str]] = {}
-    for archive in files:
-        if not (archive.startswith(f"{base}/transcripts/{BATCHES}/") and archive.endswith(archives.SUFFIX)):
-            continue
-        if _stem(archive) not in committed:
-            continue  # written by an attempt that died before committing: its trials ran again
+    for archive in archives.committed(found, batch_rows):
         try:
             if fs is None:
-                with zipfile.ZipFile(archive) as opened:
-                    names = opened.namelist()
+                names = archives.member_names(archive)
             else:
-                with fs.open(archive, "rb") as handle, zipfile.ZipFile(handle) as opened:
-                    names = opened.namelist()
+                with fs.open(archive, "rb") as handle:
+                    names = archives.member_names(handle)
         except zipfile.BadZipFile as exc:
             raise UsageError(f"{archive}: a damaged transcript archive ({exc})") from None
         members.update((f"{archive}/{name}", (archive, name)) for name in names)
     return members
-
-
-def _stem(path: str) -> str:
-    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
 
 
 def _grid_trials(base: str, files: list[str], members: list[str]) -> list[str]:
