@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,8 +74,6 @@ def kill_ray_of(temp_dir: str, timeout_s: float = 20.0) -> None:
     environment the driver was started with, which names the temp dir). An orphaned worker
     finishes its batch and writes it: a rerun started meanwhile would store those trials twice.
     """
-    import time
-
     named = pids_mentioning(temp_dir) + _pids_with_env(temp_dir)
     doomed = sorted({*named, *(c for pid in named for c in children(pid))})
     kill_all(doomed)
