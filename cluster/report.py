@@ -122,6 +122,7 @@ class GridSummary:
             + "/".join(f"{w['peak_rss_mb']:.0f}" for w in self.workers)
             + " MB"
             + _replayed(self.workers)
+            + _regraded(self.workers)
             + _collector(self.workers, per),
             f"  driver CPU {self.driver_cpu_s:.1f} s, of which the trial phase {self.driver_trial_cpu_s:.2f} s "
             f"({self.driver_trial_cpu_s * 1000 / done:.3f} ms per trial run)",
@@ -147,6 +148,14 @@ def _replayed(workers: list[dict[str, Any]]) -> str:
         return ""
     held = "/".join(f"{m['edges']:,}" for m in memos)
     return f"; world answers replayed {hits / asked:.1%} of {asked:,} (edges held {held})"
+
+
+def _regraded(workers: list[dict[str, Any]]) -> str:
+    """How many grades the actors' grade memos replayed (apiflow.agent.grades)."""
+    memos = [w["grades"] for w in workers if "grades" in w]
+    hits = sum(m["hits"] for m in memos)
+    asked = hits + sum(m["misses"] for m in memos)
+    return f"; grades replayed {hits / asked:.1%} of {asked:,}" if asked else ""
 
 
 def estimate_cost(

@@ -403,4 +403,5 @@ class TrialWorker:
             # Through the module: Ray ships this class by value, and a global object named here
             # would travel as a copy, not the memo the trials use.
             "transitions": agent_trial.TRANSITIONS.stats(),
+            "grades": agent_trial.GRADES.stats(),
         }

@@ -24,13 +24,16 @@ def unfrozen_heap() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def fresh_transitions() -> Iterator[None]:
-    """Trials share world answers through a process-wide memo (apiflow.world.transitions); each test
-    starts with it empty, so what a test sees never depends on which tests ran before it."""
-    from apiflow.agent.trial import TRANSITIONS
+    """Trials share world answers and grades through process-wide memos (apiflow.world.transitions,
+    apiflow.agent.grades); each test starts with them empty, so what a test sees never depends on
+    which tests ran before it."""
+    from apiflow.agent.trial import GRADES, TRANSITIONS
 
     TRANSITIONS.clear()
+    GRADES.clear()
     yield
     TRANSITIONS.clear()
+    GRADES.clear()
 
 
 @pytest.fixture(scope="module")

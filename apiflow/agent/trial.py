@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from apiflow.agent.canaries import canary_literals, trial_salting
+from apiflow.agent.grades import GradeMemo
 from apiflow.agent.ids import agent_version, derived_seed, trial_id_for
 from apiflow.agent.intake import TURN_BOUNDS
 from apiflow.agent.loop import LoopOutcome, TrialLimits, harness_error_text, run_loop
@@ -46,6 +47,9 @@ _SCHEMAS = tool_schemas()  # what every model is offered; read-only here
 TRANSITIONS = TransitionMemo()
 """World answers shared by this process's trials (bounded; ``TRANSITIONS.clear()`` empties it)."""
 
+GRADES = GradeMemo()
+"""Grades shared by this process's trials that played alike (bounded; ``GRADES.clear()`` empties it)."""
+
 
 def _published_tokens(outcome: LoopOutcome) -> Tokens:
     """The published block: ``cache`` = cache reads, ``total = input + output + cache``."""
@@ -63,21 +67,22 @@ class _Trial:
         self.workspace: Workspace | None = None
         self.toolbox: Toolbox | None = None
         self.graded_task = task
+        self.seeds: tuple[int, ...] = ()
 
     def setup(self) -> Toolbox:
         world_seed = derived_seed("world", self.seed, self.task.id, self.epoch)
         session = WorldSession(self.world, world_seed, state_overrides=self.task.world_state)
         spec = session.spec_content()
+        workspace_seed = derived_seed("workspace", self.seed, self.task.id, self.epoch)
         self.workspace = Workspace(
-            seed_variables=list(self.task.seed),
-            spec_content=spec,
-            id_seed=derived_seed("workspace", self.seed, self.task.id, self.epoch),
+            seed_variables=list(self.task.seed), spec_content=spec, id_seed=workspace_seed
         )
         # Bank canaries, ids and tokens take a per-trial form at the world's edge, and the task is
         # graded against those forms: a value copied from the answer key or another trial fails.
         literals = canary_literals(self.task, spec)
         canary_seed = derived_seed("canary", self.seed, self.task.id, self.epoch)
         codec, self.graded_task = trial_salting(self.task, literals, canary_seed)
+        self.seeds = (world_seed, workspace_seed, canary_seed)
         # The trials of one (task, epoch) share these seeds whatever the model: what one of them
         # sent, another gets answered from the memo (apiflow.world.transitions).
         root = TRANSITIONS.root(
@@ -92,7 +97,19 @@ class _Trial:
 
     def grade(self) -> Grade | None:
         t = self.graded_task
-        return grade(t.predicates, t.checkpoints, t.constraints, self.evidence(), rules=GRADING_RULES)
+        assert self.toolbox is not None, "setup() runs first"
+        # The setup: the task, the spec salted for this trial (with its canary codec, one pair for
+        # every trial of a task and canary seed: trial_salting), the world and the seeds.
+        held = (self.task, t, self.world)
+        key = GradeMemo.key(held, self.seeds, (self.toolbox.calls, self.messages))
+        if key is not None:
+            hit = GRADES.get(key, held)
+            if hit is not None:
+                return hit
+        graded = grade(t.predicates, t.checkpoints, t.constraints, self.evidence(), rules=GRADING_RULES)
+        if key is not None:
+            GRADES.put(key, held, graded)
+        return graded
 
 
 class PlayedTrial(NamedTuple):

@@ -51,6 +51,12 @@ class Toolbox:
     def __init__(self, workspace: Workspace, send: Send) -> None:
         self.workspace = workspace
         self._context = ToolContext(workspace=workspace, send=send)
+        self.calls: list[tuple[Any, Any]] = []
+        """``(name, arguments)`` of every call, in order, as handed in. With the setup (workspace
+        seeds, world, world seed) these are everything the workspace and the world depend on: the
+        tools read no clock, no global random and never change the arguments they are given
+        (tests/fuzz/test_evidence_fuzz.py), which is what lets a trial's grade be looked up
+        (apiflow.agent.grades)."""
 
     def call(self, name: str, arguments: dict[str, Any] | str, scanned: Scan | None = None) -> ToolResult:
         """Run one tool call and return its result in the published shape.
@@ -63,6 +69,7 @@ class Toolbox:
                 intake). Taken only when it is of this very object and repaired nothing: then it
                 is exactly the scan this call would make, and the walk is not done twice.
         """
+        self.calls.append((name, arguments))
         function = _FUNCTIONS.get(name) if type(name) is str or isinstance(name, str) else None
         if function is None:
             return ToolResult.failed("parsing", f"Tool {preview(name, 200)} not found")

@@ -156,12 +156,13 @@ def test_replayed_world_answers_change_no_record(bank: Bank) -> None:
     """Every offline model and adversary on every sample task: each trial answered partly from the
     transition memo (the models before it played the same worlds, down the same paths and off
     them) records exactly what it records with the memo empty."""
-    from apiflow.agent.trial import TRANSITIONS
+    from apiflow.agent.trial import GRADES, TRANSITIONS
 
     plays = [(t, m) for t in sorted(bank.tasks) for m in (*OFFLINE_MODELS, *ADVERSARY_MODELS)]
     alone = []
     for task_id, model_name in plays:
         TRANSITIONS.clear()
+        GRADES.clear()  # each trial graded afresh too (tests/agent/test_grades.py shares grades)
         alone.append(_without_wall_time(_trial(bank, task_id, model_name)))
     TRANSITIONS.clear()
     shared = [_without_wall_time(_trial(bank, task_id, model_name)) for task_id, model_name in plays]

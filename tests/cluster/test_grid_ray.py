@@ -82,6 +82,10 @@ def test_grid_completes_with_exactly_one_row_per_trial(ray_session, tmp_path, wh
     memos = [w["transitions"] for w in summary.workers]
     assert all(m["misses"] == m["edges"] > 0 for m in memos), memos
     assert any("world answers replayed" in line for line in summary.lines())
+    grades = [w["grades"] for w in summary.workers]  # and the grade memo: one grade per trial asked
+    assert sum(m["hits"] + m["misses"] for m in grades) == 78 and all(m["entries"] > 0 for m in grades), (
+        grades
+    )
     assert rows.num_rows == len(planned) and set(rows.column("trial_id").to_pylist()) == planned
     assert store.done_ids() == planned
     assert store.read_manifest()["planned_trials"] == 78

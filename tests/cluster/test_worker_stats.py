@@ -56,10 +56,13 @@ def test_the_summary_prints_the_split_per_trial() -> None:
         line.endswith("peak RSS 200/210 MB; world answers replayed 50.0% of 80 (edges held 10/1,000)")
         for line in summary.lines()
     )
+    summary.workers[0]["grades"] = {"hits": 3, "misses": 1, "entries": 1}
+    summary.workers[1]["grades"] = {"hits": 0, "misses": 4, "entries": 4}
+    assert any(line.endswith("(edges held 10/1,000); grades replayed 37.5% of 8") for line in summary.lines())
     for worker, seconds in zip(summary.workers, (0.001, 0.003), strict=True):
         worker.update(gc_s=[seconds, 0.0, 0.0], gc_count=[5, 0, 1], gc_longest_s=seconds)
     assert any(
-        line.endswith("(edges held 10/1,000); collector 1.000 ms a trial (2 full, longest 3 ms)")
+        line.endswith("grades replayed 37.5% of 8; collector 1.000 ms a trial (2 full, longest 3 ms)")
         for line in summary.lines()
     )
     summary.workers = []

@@ -1,0 +1,126 @@
+"""Replayed grades: a trial whose setup, tool calls and transcript are another trial's gets that
+trial's grade instead of grading again.
+
+Why it is exact. A grade is a pure function of the graded spec, the evidence and the rule set
+(``apiflow.grading.grade``), and a live trial's evidence is a pure function of its workspace and its
+messages (``evidence_from_workspace``). The workspace, in turn, is a pure function of the trial's
+setup (the task, the world and the world, workspace and canary seeds) and of the ``(name,
+arguments)`` of every call its toolbox ran, in order (``Toolbox.calls``): the world answers a request
+by its history alone (docs/design/001), the workspace draws ids from its own seeded generator, and the
+tools read no clock and never change the arguments they are handed. So two trials with the same
+setup, the same calls and the same messages have equal evidence, and equal grades.
+``tests/fuzz/test_evidence_fuzz.py`` states the workspace half of that with random call sequences;
+``tests/agent/test_grades.py`` plays every offline model, adversary and calibrated sim with the memo
+on and off and compares the records.
+
+What is compared. The setup by identity (the task, the spec salted for the trial, which
+``trial_salting`` hands every trial of a task and canary seed with its codec, and the world
+definition, all held by the entry so an id is never matched to a newer object) and by value (the
+seeds); calls and messages by the sha256 of their pickle, written by a pickler that takes only
+exact built-in data types (``dict``, ``list``, ``tuple``, ``str``, ``int``, ``float``, ``bool``,
+``None``, bytes and sets) and refuses anything else, a subclass included: such a trial is graded,
+not looked up. Unpickling inverts that encoding with types exact (``1``, ``1.0``, ``True``, a list and a
+tuple, ``0.0`` and ``-0.0`` all differ, dict order kept), so equal bytes are equal values. (An object
+met twice is written once and referred to: equal values shared differently give different bytes, a
+missed lookup, never a wrong one.) Not ``marshal``, as ``world.transitions`` uses for requests: it
+writes every object with the buffer protocol as bytes (a numpy float, a bytearray), so two values
+of different types could share a key.
+
+What is shared. Nothing mutable: a hit is the first trial's ``Grade`` with a fresh ``verifier``
+(unpickled from the bytes taken when it was graded, the same exact pickler), the one field the
+record keeps.
+
+In a grid, the trials of one (task, epoch) share every seed; 79 % of the calibrated sims' trials
+repeat an earlier transcript there (docs/design/030, "Round seven"). Bounded: the entries least
+recently used leave first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import pickle
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any, Final, NamedTuple
+
+from apiflow.grading import Grade
+
+MAX_ENTRIES: Final = 8_192
+"""Grades held at most: a few KB each (the verifier's bytes), ~40 MB at the most. A grid actor
+grades ~2 distinct transcripts a (task, epoch) it holds; an epoch's entries never come back."""
+
+
+class _ExactPickler(pickle.Pickler):
+    """Pickles exact built-in data types only. The C pickler writes those itself without asking
+    ``reducer_override``; every other object reaches it and is refused."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise pickle.PicklingError(f"not an exact built-in value: {type(obj).__name__}")
+
+
+def exact_bytes(value: Any) -> bytes | None:
+    """``value``'s pickle if it holds exact built-in data types only, else None."""
+    out = io.BytesIO()
+    try:
+        _ExactPickler(out, 5).dump(value)
+    except (pickle.PicklingError, RecursionError):
+        return None
+    return out.getvalue()
+
+
+class _Entry(NamedTuple):
+    held: tuple[Any, ...]  # the objects whose ids the key names: identity, not a reused id
+    grade: Grade
+    verifier: bytes  # exact_bytes(grade.verifier): each hit unpickles its own copy
+
+
+class GradeMemo:
+    """Grades by (setup, calls, messages); see the module docstring for why that is exact."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def stats(self) -> dict[str, int]:
+        """Hits, misses and entries so far (the grid's actors report them)."""
+        return {"hits": self.hits, "misses": self.misses, "entries": len(self._entries)}
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(held: tuple[Any, ...], seeds: tuple[int, ...], played: Any) -> Hashable | None:
+        """The key of a trial: ``held`` by identity, ``seeds`` by value, ``played`` (the calls and
+        messages) by the digest of its exact encoding; None when ``played`` holds a value that is
+        not an exact built-in one (then the trial is graded, not looked up)."""
+        encoded = exact_bytes(played)
+        if encoded is None:
+            return None
+        return (*map(id, held), *seeds, hashlib.sha256(encoded).digest())
+
+    def get(self, key: Hashable, held: tuple[Any, ...]) -> Grade | None:
+        """The grade filed under ``key`` by a trial of these very ``held`` objects, with a verifier of its own."""
+        entry = self._entries.get(key)
+        if entry is None or any(a is not b for a, b in zip(entry.held, held, strict=True)):
+            self.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return dataclasses.replace(entry.grade, verifier=pickle.loads(entry.verifier))
+
+    def put(self, key: Hashable, held: tuple[Any, ...], grade: Grade) -> None:
+        """File ``grade`` (unless its verifier holds a value that is not an exact built-in one)."""
+        verifier = exact_bytes(grade.verifier)
+        if verifier is None:
+            return
+        self._entries[key] = _Entry(held, grade, verifier)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)

@@ -1,0 +1,191 @@
+"""Replayed grades (apiflow.agent.grades): a trial that played as an earlier one did gets its grade,
+and the record is exactly the record it gets when graded afresh."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+
+from apiflow.agent import run_trial_sync, trial_seed
+from apiflow.agent import trial as agent_trial
+from apiflow.agent.grades import GradeMemo, exact_bytes
+from apiflow.bank import DEFAULT_BANK, Bank, load_bank
+from apiflow.models import OFFLINE_MODELS, make_model
+from apiflow.models.adversarial import ADVERSARY_MODELS
+from apiflow.models.calibrated import calibrated_panel
+from apiflow.results.record import WALL_TIME_FIELDS, TrialRecord
+
+from .test_trial import _trial, _without_wall_time
+
+
+@pytest.fixture(scope="module")
+def bank() -> Bank:
+    return load_bank(DEFAULT_BANK)
+
+
+def _exactly(record: TrialRecord) -> tuple[dict[str, Any], str]:
+    """The record without its wall-time fields, and the verifier with its types (``repr`` tells
+    ``1`` from ``1.0`` and ``True``, a list from a tuple; the JSON does not)."""
+    return _without_wall_time(record), repr(record.verifier)
+
+
+def test_replayed_grades_change_no_record(bank: Bank) -> None:
+    """Every offline model, adversary and calibrated sim on every sample task, two epochs: graded
+    afresh (both memos emptied before each trial) and with the memos shared, the records are the same,
+    and most of the shared run's grades were replayed (the sims play alike)."""
+    models = (*OFFLINE_MODELS, *ADVERSARY_MODELS, *calibrated_panel())
+    plays = [(t, m, e) for e in (1, 2) for t in sorted(bank.tasks) for m in models]
+    alone = []
+    for task_id, model_name, epoch in plays:
+        agent_trial.TRANSITIONS.clear()
+        agent_trial.GRADES.clear()
+        alone.append(_exactly(_trial(bank, task_id, model_name, epoch=epoch)))
+    assert agent_trial.GRADES.hits == 0
+    agent_trial.TRANSITIONS.clear()
+    agent_trial.GRADES.clear()
+    shared = [
+        _exactly(_trial(bank, task_id, model_name, epoch=epoch)) for task_id, model_name, epoch in plays
+    ]
+    memo = agent_trial.GRADES
+    assert memo.hits + memo.misses == len(plays)
+    assert memo.hits > len(plays) // 2, memo.stats()
+    assert shared == alone
+    passed = [data["passed"] for data, _ in shared]
+    assert passed.count(True) and passed.count(False)  # both verdicts were replayed and compared
+
+
+def test_a_hit_gets_a_verifier_of_its_own(bank: Bank) -> None:
+    first = _trial(bank, "sample-w01-chain-1to07")
+    second = _trial(bank, "sample-w01-chain-1to07")
+    assert agent_trial.GRADES.stats() == {"hits": 1, "misses": 1, "entries": 1}
+    assert second.verifier == first.verifier
+    assert second.verifier is not None and first.verifier is not None
+    second.verifier["metadata"]["predicates"].clear()  # a caller changing its record's verifier ...
+    second.verifier["value"] = "C" if second.verifier["value"] == "I" else "I"
+    third = _trial(bank, "sample-w01-chain-1to07")
+    assert third.verifier == first.verifier  # ... changes no later record
+    assert agent_trial.GRADES.hits == 2
+
+
+def test_another_epoch_or_seed_is_graded_afresh(bank: Bank) -> None:
+    _trial(bank, "sample-w01-chain-1to07", epoch=1)
+    _trial(bank, "sample-w01-chain-1to07", epoch=2)
+    _trial(bank, "sample-w01-chain-1to07", epoch=1, seed=8)
+    assert agent_trial.GRADES.stats() == {"hits": 0, "misses": 3, "entries": 3}
+
+
+def test_a_reloaded_bank_is_graded_afresh(bank: Bank) -> None:
+    """The setup is compared by identity: equal tasks and worlds of another load are other objects."""
+    _trial(bank, "sample-w01-chain-1to07")
+    _trial(load_bank(DEFAULT_BANK), "sample-w01-chain-1to07")
+    assert agent_trial.GRADES.hits == 0
+
+
+_HELD = (object(), object())
+
+
+@pytest.mark.parametrize(
+    "one, other",
+    [
+        (([], [{"n": 1}]), ([], [{"n": 1.0}])),
+        (([], [{"n": 1}]), ([], [{"n": True}])),
+        (([], [{"n": 0.0}]), ([], [{"n": -0.0}])),
+        (([], [{"n": [1]}]), ([], [{"n": (1,)}])),
+        (([], [{"n": "1"}]), ([], [{"n": 1}])),
+        (([], [{"n": b"1"}]), ([], [{"n": bytearray(b"1")}])),
+        (([], [{"a": 1, "b": 2}]), ([], [{"b": 2, "a": 1}])),
+        # The same messages after other calls: what the toolbox ran is part of the key.
+        ([("write", {"content": 1})], [{"role": "user"}]),
+        ([("write", {"content": 2})], [{"role": "user"}]),
+    ],
+)
+def test_keys_tell_apart_what_equality_would_not(one: Any, other: Any) -> None:
+    assert GradeMemo.key(_HELD, (1, 2, 3), one) != GradeMemo.key(_HELD, (1, 2, 3), other)
+
+
+def test_keys_name_the_setup() -> None:
+    played: Any = ([], [{"role": "user", "content": "x"}])
+    key = GradeMemo.key(_HELD, (1, 2, 3), played)
+    assert key == GradeMemo.key(_HELD, (1, 2, 3), copy.deepcopy(played))  # equal values, new objects
+    assert key != GradeMemo.key(_HELD, (1, 2, 4), played)
+    assert key != GradeMemo.key((object(), _HELD[1]), (1, 2, 3), played)
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.parametrize("odd", [_Str("x"), np.float64(1.0), np.int64(1), object(), 1j, len, Ellipsis])
+def test_values_other_than_exact_built_in_data_are_not_keyed(odd: Any) -> None:
+    """A subclass, a numpy scalar (which ``marshal`` would write as plain bytes), an object: such a
+    trial is graded, never looked up."""
+    assert GradeMemo.key(_HELD, (), ([], [{"x": odd}])) is None
+    assert exact_bytes({"x": odd}) is None
+
+
+def test_exact_bytes_round_trip_with_their_types() -> None:
+    value = [1, 1.0, True, None, "é", b"x", bytearray(b"x"), (1,), [1], {1}, frozenset({1}), -0.0, 2**80]
+    encoded = exact_bytes(value)
+    assert encoded is not None and repr(pickle.loads(encoded)) == repr(value)
+
+
+def test_an_unkeyed_trial_is_graded_not_looked_up(bank: Bank) -> None:
+    """A model whose text is a ``str`` subclass (a provider adapter's own type) still gets its grade."""
+    from apiflow.models.base import ModelOutput
+
+    class Odd:
+        model_api = "odd/odd"
+
+        async def generate(self, messages: Any, tools: Any, config: Any = None) -> ModelOutput:
+            return ModelOutput(text=_Str("done"))
+
+    task = bank.task("sample-w01-chain-1to07")
+    record = _trial(bank, task.id, model=Odd())
+    assert record.verdict == "I" and agent_trial.GRADES.stats() == {"hits": 0, "misses": 0, "entries": 0}
+
+
+def test_held_objects_are_checked_and_entries_bounded() -> None:
+    from apiflow.grading.verdict import Grade
+
+    memo = GradeMemo(max_entries=2)
+    held = (object(),)
+    grade: Any = Grade.__new__(Grade)
+    object.__setattr__(grade, "verifier", {"value": "C"})
+    for slot in Grade.__slots__:
+        if slot != "verifier":
+            object.__setattr__(grade, slot, None)
+    keys = [GradeMemo.key(held, (i,), ([], [])) for i in range(3)]
+    for key in keys:
+        memo.put(key, held, grade)
+    assert len(memo) == 2 and memo.get(keys[0], held) is None  # the least recently used left
+    assert memo.get(keys[2], (object(),)) is None  # another object at the same id would be a miss
+    hit = memo.get(keys[2], held)
+    assert hit is not None and hit.verifier == {"value": "C"} and hit.verifier is not grade.verifier
+
+
+def test_records_of_a_real_run_keep_their_wall_time_fields(bank: Bank) -> None:
+    """A replayed grade takes nothing else from the first trial: the second record is its own."""
+    task = bank.task("sample-w01-chain-1to07")
+    records = [
+        run_trial_sync(
+            task,
+            bank.world_of(task),
+            make_model("apiflow/oracle", task, trial_seed(7, task.id, 1)),
+            seed=7,
+            epoch=1,
+            bank_name=bank.name,
+            bank_hash=bank.hash,
+            run_id=run_id,
+            model_slug=slug,
+        )  # fmt: skip
+        for run_id, slug in (("run-a", "slug-a"), ("run-b", "slug-b"))
+    ]
+    assert agent_trial.GRADES.hits == 1
+    assert [r.provenance.run_id for r in records] == ["run-a", "run-b"]
+    assert [r.model for r in records] == ["slug-a", "slug-b"]
+    assert records[0].apiflow.trial_id != records[1].apiflow.trial_id
+    assert all(field for field in WALL_TIME_FIELDS)
