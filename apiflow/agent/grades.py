@@ -47,9 +47,10 @@ from typing import Any, Final, NamedTuple
 
 from apiflow.grading import Grade
 
-MAX_ENTRIES: Final = 8_192
-"""Grades held at most: a few KB each (the verifier's bytes), ~40 MB at the most. A grid actor
-grades ~2 distinct transcripts a (task, epoch) it holds; an epoch's entries never come back."""
+MAX_ENTRIES: Final = 2_048
+"""Grades held at most: ~16 KB each at bank/v1's calibrated sims (tracemalloc; the grade's
+predicate results, diagnostics and the verifier's bytes), ~34 MB at the most. A grid actor of the 44k grid files ~630 an epoch (its ~233
+tasks, ~2.7 distinct transcripts each); an epoch's entries never come back (the seeds differ)."""
 
 
 class _ExactPickler(pickle.Pickler):
@@ -72,7 +73,7 @@ def exact_bytes(value: Any) -> bytes | None:
 
 class _Entry(NamedTuple):
     held: tuple[Any, ...]  # the objects whose ids the key names: identity, not a reused id
-    grade: Grade
+    grade: Grade  # without its verifier: the bytes below hold it
     verifier: bytes  # exact_bytes(grade.verifier): each hit unpickles its own copy
 
 
@@ -120,7 +121,7 @@ class GradeMemo:
         verifier = exact_bytes(grade.verifier)
         if verifier is None:
             return
-        self._entries[key] = _Entry(held, grade, verifier)
+        self._entries[key] = _Entry(held, dataclasses.replace(grade, verifier={}), verifier)
         self._entries.move_to_end(key)
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
