@@ -21,6 +21,7 @@ from apiflow.models.reading import (
     PREVIEW_MARKS,
     SCOPE_MARK,
     CanaryReader,
+    canary_reader,
     cut_ref,
     literals_of,
     script_literals,
@@ -226,7 +227,7 @@ class ScriptedModel:
                 self._refs[index] = match[1]
         self._scan_from = len(messages)
         if new_literal:
-            self._reader = CanaryReader(self._learned)
+            self._reader = canary_reader(self._learned)
         return new_chars
 
     def _learn(self, content: str) -> bool:
@@ -251,7 +252,7 @@ class ScriptedModel:
         self._refs.update(refs)
         self._learned.update(values)
         if self._learned:
-            self._reader = CanaryReader(self._learned)
+            self._reader = canary_reader(self._learned)
 
     def learned_values(self) -> dict[str, str]:
         """The per-trial forms this trial's responses showed, by bank literal."""
