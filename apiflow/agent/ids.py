@@ -48,8 +48,13 @@ def _digest(*parts: Any) -> str:
     return hashlib.sha256(_ENCODER.encode(parts).encode()).hexdigest()
 
 
+@functools.lru_cache(maxsize=8192, typed=True)
 def derived_seed(purpose: str, seed: int, task_id: str, epoch: int) -> int:
-    """A 63-bit seed for one purpose of one trial (world, workspace, model)."""
+    """A 63-bit seed for one purpose of one trial (world, workspace, model).
+
+    Kept for the trials that ask again (every trial of a (task, epoch) in a grid asks for the same
+    world, workspace and canary seeds); ``typed``: ``1``, ``1.0`` and ``True`` digest differently.
+    """
     return int(_digest("seed", purpose, seed, task_id, epoch)[:16], 16) >> 1
 
 
