@@ -42,7 +42,7 @@ import hashlib
 import io
 import pickle
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Final, NamedTuple
 
 from apiflow.grading import Grade
@@ -71,9 +71,15 @@ def exact_bytes(value: Any) -> bytes | None:
     return out.getvalue()
 
 
+_FIELDS: Final = tuple(field.name for field in dataclasses.fields(Grade))
+_GRADE: Final[Callable[..., Grade]] = Grade  # called with its fields in order (see _Entry)
+_VERIFIER: Final = _FIELDS.index("verifier")
+
+
 class _Entry(NamedTuple):
-    held: tuple[Any, ...]  # the objects whose ids the key names: identity, not a reused id
-    grade: Grade  # without its verifier: the bytes below hold it
+    held: tuple[Any, ...]  # the objects whose ids the key names, kept alive: their ids stay theirs
+    before: tuple[Any, ...]  # the grade's fields before its verifier, in order (the verifier: below)
+    after: tuple[Any, ...]  # and after it (Grade(*before, verifier, *after): half ``replace``'s cost)
     verifier: bytes  # exact_bytes(grade.verifier): each hit unpickles its own copy
 
 
@@ -106,22 +112,27 @@ class GradeMemo:
             return None
         return (*map(id, held), *seeds, hashlib.sha256(encoded).digest())
 
-    def get(self, key: Hashable, held: tuple[Any, ...]) -> Grade | None:
-        """The grade filed under ``key`` by a trial of these very ``held`` objects, with a verifier of its own."""
+    def get(self, key: Hashable) -> Grade | None:
+        """The grade filed under ``key``, with a verifier of its own.
+
+        The ids in a key name the very objects it was filed with: the entry holds them, so no other
+        object can take one of those ids while the entry lives.
+        """
         entry = self._entries.get(key)
-        if entry is None or any(a is not b for a, b in zip(entry.held, held, strict=True)):
+        if entry is None:
             self.misses += 1
             return None
         self._entries.move_to_end(key)
         self.hits += 1
-        return dataclasses.replace(entry.grade, verifier=pickle.loads(entry.verifier))
+        return _GRADE(*entry.before, pickle.loads(entry.verifier), *entry.after)
 
     def put(self, key: Hashable, held: tuple[Any, ...], grade: Grade) -> None:
         """File ``grade`` (unless its verifier holds a value that is not an exact built-in one)."""
         verifier = exact_bytes(grade.verifier)
         if verifier is None:
             return
-        self._entries[key] = _Entry(held, dataclasses.replace(grade, verifier={}), verifier)
+        fields = tuple(getattr(grade, name) for name in _FIELDS)
+        self._entries[key] = _Entry(held, fields[:_VERIFIER], fields[_VERIFIER + 1 :], verifier)
         self._entries.move_to_end(key)
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)

@@ -103,7 +103,7 @@ class _Trial:
         held = (self.task, t, self.world)
         key = GradeMemo.key(held, self.seeds, (self.toolbox.calls, self.messages))
         if key is not None:
-            hit = GRADES.get(key, held)
+            hit = GRADES.get(key)
             if hit is not None:
                 return hit
         graded = grade(t.predicates, t.checkpoints, t.constraints, self.evidence(), rules=GRADING_RULES)

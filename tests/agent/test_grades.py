@@ -148,22 +148,41 @@ def test_an_unkeyed_trial_is_graded_not_looked_up(bank: Bank) -> None:
     assert record.verdict == "I" and agent_trial.GRADES.stats() == {"hits": 0, "misses": 0, "entries": 0}
 
 
-def test_held_objects_are_checked_and_entries_bounded() -> None:
+def test_held_objects_live_as_long_as_their_entry() -> None:
+    """A key names objects by id; the entry keeps them alive, so no other object takes those ids."""
+    import gc
+    import weakref
+
+    from apiflow.grading.verdict import Grade
+
+    class Held:
+        pass
+
+    memo, held = GradeMemo(max_entries=1), (Held(),)
+    alive = weakref.ref(held[0])
+    grade: Any = Grade(*([None] * len(Grade.__slots__)))
+    object.__setattr__(grade, "verifier", {})
+    memo.put(GradeMemo.key(held, (), ([], [])), held, grade)
+    del held
+    gc.collect()
+    assert alive() is not None
+    memo.put(GradeMemo.key((), (), ([], [])), (), grade)  # the first entry leaves, and its objects
+    gc.collect()
+    assert alive() is None
+
+
+def test_entries_are_bounded() -> None:
     from apiflow.grading.verdict import Grade
 
     memo = GradeMemo(max_entries=2)
     held = (object(),)
-    grade: Any = Grade.__new__(Grade)
+    grade: Any = Grade(*([None] * len(Grade.__slots__)))
     object.__setattr__(grade, "verifier", {"value": "C"})
-    for slot in Grade.__slots__:
-        if slot != "verifier":
-            object.__setattr__(grade, slot, None)
     keys = [GradeMemo.key(held, (i,), ([], [])) for i in range(3)]
     for key in keys:
         memo.put(key, held, grade)
-    assert len(memo) == 2 and memo.get(keys[0], held) is None  # the least recently used left
-    assert memo.get(keys[2], (object(),)) is None  # another object at the same id would be a miss
-    hit = memo.get(keys[2], held)
+    assert len(memo) == 2 and memo.get(keys[0]) is None  # the least recently used left
+    hit = memo.get(keys[2])
     assert hit is not None and hit.verifier == {"value": "C"} and hit.verifier is not grade.verifier
 
 
