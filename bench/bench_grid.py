@@ -256,7 +256,8 @@ def part_d(work: Path, epochs: int = 5, batch: int = 64, n_models: int = 19) -> 
     print(f"    wall {wall:.1f} s end to end (target <= 40 s), of which Ray start {phases.get('ray_start', '?')} s, "
           f"actors {phases.get('actors', '?')} s, trial phase {trials_s:.1f} s; {len(plan) / wall:.0f} trials/s")  # fmt: skip
     ray_start = float(phases.get("ray_start", "nan"))
-    print(f"    wall without Ray start-up: {wall - ray_start:.1f} s")
+    print(f"    wall without Ray start-up: {wall - ray_start:.1f} s "
+          f"(of which the private Ray's shutdown {phases.get('ray_stop', '?')} s)")  # fmt: skip
     print(f"    rows stored {len(set(ids))} distinct / {len(ids)} physical (planned {len(plan)}); "
           f"row objects {sum(1 for _ in store.objects.list('rows', ('.parquet', '.arrow')))}")  # fmt: skip
     print(f"    trial phase / ideal ({len(plan)} x in-process s/trial / {cores} cores = {ideal:.1f} s): "

@@ -186,7 +186,10 @@ def run_grid(
         journal = _Checkpoints(store, attempt, summary.on_record) if spec.budget_usd else None
         summary.tally = _drive(cluster, spec, run_id, todo, model_prices, summary, progress, journal)
     finally:
+        stopping = time.monotonic()
         cluster.close()
+        if cluster.started_here:  # a private local Ray's shutdown, reported as its start-up is
+            summary.phases["ray_stop_s"] = time.monotonic() - stopping
     summary.wall_s = time.monotonic() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     summary.driver_peak_rss_mb = usage.ru_maxrss / 1024

@@ -50,8 +50,13 @@ def request_key(request: HttpRequest) -> bytes | None:
     ``marshal`` (format 2: no back-references, so equal values always give equal bytes) writes
     exact types and values in order: ``1``, ``1.0``, ``True``, ``"1"``, a list and a tuple, ``0.0``
     and ``-0.0``, a text body and the JSON body it spells are all different keys, where ``==``
-    would call some of them equal; it refuses anything but the built-in types (subclasses
-    included), and the request then goes unmemoised. One C call, about a microsecond.
+    would call some of them equal; it refuses other types (subclasses included), and the request
+    then goes unmemoised. One C call, about a microsecond. One exception: an object with the buffer
+    protocol is written as bytes (a bytearray, or a numpy float, the float subclass that has one).
+    No such value reaches a request but a numpy float (the toolbox's scan refuses every bytes-like
+    value), and one numpy float's bytes are only ever another's equal value, so no two different
+    requests share a key. (``apiflow.agent.grades`` keys values no scan has seen, and uses an
+    exact pickle instead.)
     """
     try:
         return marshal.dumps((request.method, request.url, request.headers, request.body), 2)
