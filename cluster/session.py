@@ -6,6 +6,7 @@ import logging
 import os
 import shutil
 import tempfile
+from typing import Any
 
 
 class Ray:
@@ -44,6 +45,24 @@ class Ray:
 
     def close(self) -> None:
         if self.started_here:
+            _stop_monitor(self.ray)
             self.ray.shutdown()
             if self.temp_dir:  # ours alone: logs of a private local Ray are not kept
                 shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def _stop_monitor(ray: Any) -> None:
+    """Stop the private Ray's autoscaler monitor by its pid, before ``ray.shutdown``.
+
+    Ray's shutdown stops the GCS before the monitor, whose SIGTERM handler then reports its own end
+    to the GCS just stopped and hangs until Ray kills it a second later: 1.0 of the 1.4 s a private
+    Ray took to stop (measured per process kind). A private local Ray never autoscales, and the
+    monitor holds nothing of ours. Reached through Ray's private node object (Ray is pinned); if
+    that is not there, the shutdown is Ray's own, a second slower.
+    """
+    try:
+        node = ray._private.worker._global_node
+        if node is not None:
+            node.kill_monitor(check_alive=False)
+    except Exception:  # noqa: BLE001 - another Ray's internals: shut down as Ray does
+        logging.getLogger(__name__).debug("could not stop the autoscaler monitor first", exc_info=True)

@@ -168,9 +168,9 @@ class TrialRunner:
                 limits=self.limits,
                 model_slug=grid_model.slug,
                 config=GenerateConfig(grid_model.temperature, grid_model.max_tokens, dict(grid_model.extra)),
+                trial_id=planned.trial_id,  # the planner's id is the storage key (it also covers params)
             )
         block = record.apiflow
-        block.trial_id = planned.trial_id  # the planner's id is the storage key (it also covers params)
         block.cost_usd = cost_usd(block.tokens, self.model_prices[planned.model_index])
         row = record_to_row(record, panel=self.spec.name, price_table=self.price_sources[planned.model_index])
         return record, row

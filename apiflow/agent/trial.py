@@ -165,6 +165,7 @@ async def run_trial(
     limits: TrialLimits | None = None,
     model_slug: str,
     config: GenerateConfig | None = None,
+    trial_id: str | None = None,
 ) -> TrialRecord:
     """Run one trial of ``task`` with ``model`` and return its graded record.
 
@@ -180,6 +181,8 @@ async def run_trial(
         limits: Trial limits (default 500 messages, 1,800 s).
         model_slug: Leaderboard slug recorded as ``model`` (the results folder name).
         config: Generation parameters (default temperature 1.0).
+        trial_id: The id to record, when the caller already holds it (a grid's planner derives
+            its own, over more than this call sees); by default ``trial_id_for`` these inputs.
 
     Returns:
         The record; identical across runs with the same inputs apart from ``duration_s`` and
@@ -205,9 +208,8 @@ async def run_trial(
         outcome.harness_error = harness_error_text(exc)
         graded = None
     version = agent_version(limits)
-    trial_id = trial_id_for(
-        bank_hash, task.id, model_slug, model.model_api, epoch, seed, version, schema_hash
-    )
+    if trial_id is None:
+        trial_id = trial_id_for(bank_hash, task.id, model_slug, model.model_api, epoch, seed, version, schema_hash)
     block = _apiflow_block(
         outcome, graded, bank_name=bank_name, bank_hash=bank_hash, seed=seed, trial_id=trial_id,
         version=version, schema_hash=schema_hash,
