@@ -4,6 +4,7 @@ and the record is exactly the record it gets when graded afresh."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import pickle
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 
 from apiflow.agent import run_trial_sync, trial_seed
 from apiflow.agent import trial as agent_trial
-from apiflow.agent.grades import GradeMemo, exact_bytes
+from apiflow.agent.grades import GradeMemo, exact_bytes, exact_digest
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.models import OFFLINE_MODELS, make_model
 from apiflow.models.adversarial import ADVERSARY_MODELS
@@ -208,3 +209,31 @@ def test_records_of_a_real_run_keep_their_wall_time_fields(bank: Bank) -> None:
     assert [r.model for r in records] == ["slug-a", "slug-b"]
     assert records[0].apiflow.trial_id != records[1].apiflow.trial_id
     assert all(field for field in WALL_TIME_FIELDS)
+
+
+def test_a_refused_value_leaves_the_reused_pickler_clean() -> None:
+    value = {"a": [1, 2.5, "x" * 5000], "b": (True, None)}
+    expected = pickle.dumps(value, 5)
+    assert exact_bytes(value) == expected
+    assert exact_bytes({"a": [1, 2.5, "x" * 5000, object()]}) is None  # refused half-way through
+    assert exact_bytes(value) == expected
+    assert exact_digest(value) == hashlib.sha256(expected).digest()
+
+
+def test_threads_key_apart() -> None:
+    """The pickler is reused per thread: keys made at once in several threads are each their own."""
+    import threading
+
+    values = [{"n": n, "text": str(n) * 3000} for n in range(8)]
+    want = [hashlib.sha256(pickle.dumps(v, 5)).digest() for v in values]
+    got: dict[int, list[bytes | None]] = {}
+
+    def work(n: int) -> None:
+        got[n] = [exact_digest(values[n]) for _ in range(300)]
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(got[n] == [want[n]] * 300 for n in range(8))
