@@ -16,7 +16,7 @@ on and off and compares the records.
 What is compared. The setup by identity (the task, the spec salted for the trial, which
 ``trial_salting`` hands every trial of a task and canary seed with its codec, and the world
 definition, all held by the entry so an id is never matched to a newer object) and by value (the
-seeds); calls and messages by the sha256 of their pickle, written by a pickler that takes only
+seeds); calls and messages by the sha256 of their exact pickle (``apiflow.exact``), which takes only
 exact built-in data types (``dict``, ``list``, ``tuple``, ``str``, ``int``, ``float``, ``bool``,
 ``None``, bytes and sets) and refuses anything else, a subclass included: such a trial is graded,
 not looked up. Unpickling inverts that encoding with types exact (``1``, ``1.0``, ``True``, a list and a
@@ -38,66 +38,18 @@ recently used leave first.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import io
 import pickle
-import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Final, NamedTuple
 
+from apiflow.exact import exact_bytes, exact_digest
 from apiflow.grading import Grade
 
 MAX_ENTRIES: Final = 2_048
 """Grades held at most: ~16 KB each at bank/v1's calibrated sims (tracemalloc; the grade's
 predicate results, diagnostics and the verifier's bytes), ~34 MB at the most. A grid actor of the 44k grid files ~630 an epoch (its ~233
 tasks, ~2.7 distinct transcripts each); an epoch's entries never come back (the seeds differ)."""
-
-
-class _ExactPickler(pickle.Pickler):
-    """Pickles exact built-in data types only. The C pickler writes those itself without asking
-    ``reducer_override``; every other object reaches it and is refused."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        raise pickle.PicklingError(f"not an exact built-in value: {type(obj).__name__}")
-
-
-class _Sink(threading.local):
-    """One pickler and its buffer per thread, reused: making them is a tenth of a key's cost.
-
-    Each ``dump`` starts from a cleared buffer and memo (the C pickler clears its own output
-    buffer at the start of every ``dump``, so one that raised leaves nothing behind).
-    """
-
-    def __init__(self) -> None:
-        self.buffer = io.BytesIO()
-        self.pickler = _ExactPickler(self.buffer, 5)
-
-    def dump(self, value: Any) -> bool:
-        self.buffer.seek(0)
-        self.buffer.truncate()
-        self.pickler.clear_memo()
-        try:
-            self.pickler.dump(value)
-        except (pickle.PicklingError, RecursionError):
-            return False
-        return True
-
-
-_sink = _Sink()
-
-
-def exact_bytes(value: Any) -> bytes | None:
-    """``value``'s pickle if it holds exact built-in data types only, else None."""
-    return _sink.buffer.getvalue() if _sink.dump(value) else None
-
-
-def exact_digest(value: Any) -> bytes | None:
-    """The sha256 of ``exact_bytes(value)``, without copying the pickle out of its buffer."""
-    if not _sink.dump(value):
-        return None
-    with _sink.buffer.getbuffer() as view:
-        return hashlib.sha256(view).digest()
 
 
 _FIELDS: Final = tuple(field.name for field in dataclasses.fields(Grade))

@@ -13,8 +13,9 @@ import pytest
 
 from apiflow.agent import run_trial_sync, trial_seed
 from apiflow.agent import trial as agent_trial
-from apiflow.agent.grades import GradeMemo, exact_bytes, exact_digest
+from apiflow.agent.grades import GradeMemo
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
+from apiflow.exact import exact_bytes, exact_digest
 from apiflow.models import OFFLINE_MODELS, make_model
 from apiflow.models.adversarial import ADVERSARY_MODELS
 from apiflow.models.calibrated import calibrated_panel

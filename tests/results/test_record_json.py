@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from enum import StrEnum
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import build_record
 
+from apiflow.results import record as record_module
 from apiflow.results.record import _orjson_exact, json_bytes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "transcripts"
@@ -98,6 +100,47 @@ def test_messages_and_verifier_passed_through_give_model_dumps_bytes(value: Any)
     expected = reference(record.model_dump(mode="json"))
     assert record.to_json_bytes() == expected
     assert record.to_json() == expected.decode()
+    twin = build_record()  # the same content in other objects: its JSON is looked up, not written
+    twin.messages, twin.verifier = copy.deepcopy(record.messages), copy.deepcopy(record.verifier)
+    twin.apiflow.cost_usd = record.apiflow.cost_usd
+    assert twin.to_json_bytes() == expected
+
+
+def test_json_of_equal_content_is_written_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    written: list[Any] = []
+    real = record_module._orjson_bytes
+    monkeypatch.setattr(record_module, "_orjson_bytes", lambda data: written.append(data) or real(data))
+    first, second = build_record(), build_record()
+    for record in (first, second):
+        record.messages = [
+            {"role": "user", "content": "same"},
+            {"role": "tool", "content": "x", "n": [1, 2.5]},
+        ]
+        record.verifier = {"value": "C", "metadata": {"partial_score": 0.5}}
+    second.apiflow.trial_id = "another"  # the head is the record's own
+    assert first.to_json_bytes() == reference(first.model_dump(mode="json"))
+    assert len(written) == 2  # messages and verifier, once
+    assert second.to_json_bytes() == reference(second.model_dump(mode="json"))
+    assert len(written) == 2  # looked up
+
+
+def test_a_record_changed_in_place_is_written_anew() -> None:
+    """The JSON is found by content, not by object: an edit after a first write is in the next one."""
+    record = build_record()
+    record.messages = [{"role": "tool", "content": "x", "extra": {"n": 1}}]
+    record.to_json_bytes()
+    record.messages[0]["extra"]["n"] = 2
+    assert record.to_json_bytes() == reference(record.model_dump(mode="json"))
+    assert b'"n":2' in record.to_json_bytes()
+
+
+@pytest.mark.parametrize("other", [1.0, True, "1", [1], 2])
+def test_equal_values_of_other_types_get_their_own_json(other: Any) -> None:
+    one, two = build_record(), build_record()
+    one.messages = [{"role": "tool", "content": "x", "v": 1}]
+    two.messages = [{"role": "tool", "content": "x", "v": other}]
+    assert one.to_json_bytes() == reference(one.model_dump(mode="json"))
+    assert two.to_json_bytes() == reference(two.model_dump(mode="json")) != one.to_json_bytes()
 
 
 def _exact_reference(value: Any) -> bool:
