@@ -5,9 +5,8 @@ the JSON of a record's messages and verifier). A pickler whose ``reducer_overrid
 the C pickler does not write itself takes only exact built-in data types (``dict``, ``list``, ``tuple``,
 ``str``, ``int``, ``float``, ``bool``, ``None``, bytes and sets); a subclass, a numpy scalar or any other
 object makes the encoding None. Unpickling inverts it with types exact (``1``, ``1.0`` and ``True``, a
-list and a tuple, ``0.0`` and ``-0.0`` all differ, dict order kept), so equal bytes are equal values. An
-object met twice is written once and referred to: equal values shared differently give different
-bytes, which a memo sees as a miss, never as a wrong hit. Not ``marshal``: it writes every object with
+list and a tuple, ``0.0`` and ``-0.0`` all differ, dict order kept), so equal bytes are equal values;
+written without a memo, equal values are always equal bytes. Not ``marshal``: it writes every object with
 the buffer protocol as bytes (a numpy float, a bytearray), so values of two types could share bytes.
 """
 
@@ -31,23 +30,25 @@ class _ExactPickler(pickle.Pickler):
 class _Sink(threading.local):
     """One pickler and its buffer per thread, reused: making them is a tenth of a key's cost.
 
-    Each ``dump`` starts from a cleared buffer and memo (the memo is cleared after every dump, and the
-    C pickler clears its own output buffer at the start of each, so one that raised leaves nothing).
+    The pickler runs in fast mode: no memo, so every object is written in full wherever it sits
+    (equal values give equal bytes however they share objects) and no memo is kept or cleared
+    (about half the cost of a grid record's pickle); a cycle is refused (ValueError). Each ``dump``
+    starts from a cleared buffer (the C pickler also clears its own at the start of each), so one
+    that raised leaves nothing behind.
     """
 
     def __init__(self) -> None:
         self.buffer = io.BytesIO()
         self.pickler = _ExactPickler(self.buffer, 5)
+        self.pickler.fast = True
 
     def dump(self, value: Any) -> bool:
         self.buffer.seek(0)
         self.buffer.truncate()
         try:
             self.pickler.dump(value)
-        except (pickle.PicklingError, RecursionError):
+        except (pickle.PicklingError, RecursionError, ValueError):  # ValueError: a cycle
             return False
-        finally:
-            self.pickler.clear_memo()  # the memo holds what it wrote: let it go with the call
         return True
 
 

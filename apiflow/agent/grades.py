@@ -20,9 +20,7 @@ seeds); calls and messages by the sha256 of their exact pickle (``apiflow.exact`
 exact built-in data types (``dict``, ``list``, ``tuple``, ``str``, ``int``, ``float``, ``bool``,
 ``None``, bytes and sets) and refuses anything else, a subclass included: such a trial is graded,
 not looked up. Unpickling inverts that encoding with types exact (``1``, ``1.0``, ``True``, a list and a
-tuple, ``0.0`` and ``-0.0`` all differ, dict order kept), so equal bytes are equal values. (An object
-met twice is written once and referred to: equal values shared differently give different bytes, a
-missed lookup, never a wrong one.) Not ``marshal``, as ``world.transitions`` uses for requests: it
+tuple, ``0.0`` and ``-0.0`` all differ, dict order kept), so equal bytes are equal values. Not ``marshal``, as ``world.transitions`` uses for requests: it
 writes every object with the buffer protocol as bytes (a numpy float, a bytearray), so two values
 of different types could share a key.
 
