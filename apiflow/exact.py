@@ -1,7 +1,6 @@
 """Exact encodings of built-in data: equal bytes only for equal values of the same types.
 
-What the content-addressed memos key by (``apiflow.agent.grades``: grades; ``apiflow.results.record``:
-the JSON of a record's messages and verifier). A pickler whose ``reducer_override`` refuses everything
+What a content-addressed memo can key by (``apiflow.agent.grades``). A pickler whose ``reducer_override`` refuses everything
 the C pickler does not write itself takes only exact built-in data types (``dict``, ``list``, ``tuple``,
 ``str``, ``int``, ``float``, ``bool``, ``None``, bytes and sets); a subclass, a numpy scalar or any other
 object makes the encoding None. Unpickling inverts it with types exact (``1``, ``1.0`` and ``True``, a

@@ -24,19 +24,16 @@ def unfrozen_heap() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def fresh_transitions() -> Iterator[None]:
-    """Trials share world answers, grades and records' JSON through process-wide memos
-    (apiflow.world.transitions, apiflow.agent.grades, apiflow.results.record); each test starts with
-    them empty, so what a test sees never depends on which tests ran before it."""
+    """Trials share world answers and grades through process-wide memos (apiflow.world.transitions,
+    apiflow.agent.grades); each test starts with them empty, so what a test sees never depends on
+    which tests ran before it."""
     from apiflow.agent.trial import GRADES, TRANSITIONS
-    from apiflow.results import record
 
     TRANSITIONS.clear()
     GRADES.clear()
-    record._fragments.clear()
     yield
     TRANSITIONS.clear()
     GRADES.clear()
-    record._fragments.clear()
 
 
 @pytest.fixture(scope="module")

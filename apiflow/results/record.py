@@ -8,15 +8,11 @@ exactly the fields it knows (docs/design/002-trial-record.md).
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from enum import StrEnum
 from typing import Any, Final, Literal, NewType
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
-
-from apiflow.exact import exact_digest
 
 SCHEMA_VERSION: Final = "1.0"
 BENCH_NAME = "apiflow"
@@ -163,20 +159,10 @@ class TrialRecord(BaseModel):
         whole record exactly (``_orjson_bytes``), they hold only str-keyed dicts, lists, str, int,
         bool, None and plain floats, which ``model_dump(mode="json")`` returns unchanged, so
         passing them through gives the same bytes; anything else (None here) takes the full path.
-        Their JSON is written once per content (``_passed_through_json``) and set in as fragments:
-        orjson writes a value the same wherever it sits.
         """
-        passed = _passed_through_json(self.messages, self.verifier)
-        if passed is None:
-            return None
         head = self.model_dump(mode="json", exclude=_PASSED_THROUGH)
-        if not _orjson_exact(head):
-            return None
-        head["messages"], head["verifier"] = map(orjson.Fragment, passed)
-        try:
-            return orjson.dumps({key: head[key] for key in _FIELD_ORDER})
-        except TypeError:  # orjson.JSONEncodeError: a big int, a non-str key, a lone surrogate
-            return None
+        data = {key: getattr(self, key) if key in _PASSED_THROUGH else head[key] for key in _FIELD_ORDER}
+        return _orjson_bytes(data)
 
     @property
     def is_harness_outcome(self) -> bool:
@@ -186,38 +172,6 @@ class TrialRecord(BaseModel):
 
 _PASSED_THROUGH: Final[set[str]] = {"messages", "verifier"}  # a set: what model_dump(exclude=) takes
 _FIELD_ORDER: Final = tuple(TrialRecord.model_fields)
-
-
-_FRAGMENTS_HELD: Final = 1024
-"""JSON of messages and verifier kept, ~22 KB each at bank/v1's sizes (~23 MB at most). The records of
-one (task, epoch) that played alike share both (86 % of the 44k grid's: docs/design/030, "Round seven");
-a grid actor writes ~630 distinct ones an epoch."""
-_fragments: OrderedDict[bytes, tuple[bytes, bytes] | None] = OrderedDict()
-_fragments_lock = threading.Lock()
-
-
-def _passed_through_json(messages: Any, verifier: Any) -> tuple[bytes, bytes] | None:
-    """orjson's JSON of ``messages`` and of ``verifier``, or None when either is not exactly json's.
-
-    Content-addressed: looked up by the digest of their exact pickle (``apiflow.exact``: equal bytes
-    only for equal values of the same types, so the JSON of the one is the JSON of the other), and
-    worked out (``_orjson_bytes`` each) for the first record that holds them. Values with anything
-    but exact built-in data in them have no digest and are worked out every time.
-    """
-    digest = exact_digest((messages, verifier))
-    if digest is not None:
-        with _fragments_lock:
-            if digest in _fragments:
-                _fragments.move_to_end(digest)
-                return _fragments[digest]
-    parts = _orjson_bytes(messages), _orjson_bytes(verifier)
-    found = None if parts[0] is None or parts[1] is None else (parts[0], parts[1])
-    if digest is not None:
-        with _fragments_lock:
-            _fragments[digest] = found
-            if len(_fragments) > _FRAGMENTS_HELD:
-                _fragments.popitem(last=False)
-    return found
 
 
 def json_bytes(data: Any) -> bytes:
