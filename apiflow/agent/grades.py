@@ -16,7 +16,7 @@ on and off and compares the records.
 What is compared. The setup by identity (the task, the spec salted for the trial, which
 ``trial_salting`` hands every trial of a task and canary seed with its codec, and the world
 definition, all held by the entry so an id is never matched to a newer object) and by value (the
-seeds); calls and messages by the sha256 of their exact pickle (``apiflow.exact``), which takes only
+seeds and the rule set); calls and messages by the sha256 of their exact pickle (``apiflow.exact``), which takes only
 exact built-in data types (``dict``, ``list``, ``tuple``, ``str``, ``int``, ``float``, ``bool``,
 ``None``, bytes and sets) and refuses anything else, a subclass included: such a trial is graded,
 not looked up. Unpickling inverts that encoding with types exact (``1``, ``1.0``, ``True``, a list and a
@@ -82,14 +82,14 @@ class GradeMemo:
         self.hits = self.misses = 0
 
     @staticmethod
-    def key(held: tuple[Any, ...], seeds: tuple[int, ...], played: Any) -> Hashable | None:
-        """The key of a trial: ``held`` by identity, ``seeds`` by value, ``played`` (the calls and
-        messages) by the digest of its exact encoding; None when ``played`` holds a value that is
-        not an exact built-in one (then the trial is graded, not looked up)."""
+    def key(held: tuple[Any, ...], values: tuple[Hashable, ...], played: Any) -> Hashable | None:
+        """The key of a trial: ``held`` by identity, ``values`` (the seeds, the rule set) by value,
+        ``played`` (the calls and messages) by the digest of its exact encoding; None when ``played``
+        holds a value that is not an exact built-in one (then the trial is graded, not looked up)."""
         digest = exact_digest(played)
         if digest is None:
             return None
-        return (*map(id, held), *seeds, digest)
+        return (*map(id, held), *values, digest)
 
     def get(self, key: Hashable) -> Grade | None:
         """The grade filed under ``key``, with a verifier of its own.

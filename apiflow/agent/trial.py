@@ -99,9 +99,9 @@ class _Trial:
         t = self.graded_task
         assert self.toolbox is not None, "setup() runs first"
         # The setup: the task, the spec salted for this trial (with its canary codec, one pair for
-        # every trial of a task and canary seed: trial_salting), the world and the seeds.
+        # every trial of a task and canary seed: trial_salting), the world, the seeds; and the rules.
         held = (self.task, t, self.world)
-        key = GradeMemo.key(held, self.seeds, (self.toolbox.calls, self.messages))
+        key = GradeMemo.key(held, (*self.seeds, GRADING_RULES), (self.toolbox.calls, self.messages))
         if key is not None:
             hit = GRADES.get(key)
             if hit is not None:
@@ -209,7 +209,9 @@ async def run_trial(
         graded = None
     version = agent_version(limits)
     if trial_id is None:
-        trial_id = trial_id_for(bank_hash, task.id, model_slug, model.model_api, epoch, seed, version, schema_hash)
+        trial_id = trial_id_for(
+            bank_hash, task.id, model_slug, model.model_api, epoch, seed, version, schema_hash
+        )
     block = _apiflow_block(
         outcome, graded, bank_name=bank_name, bank_hash=bank_hash, seed=seed, trial_id=trial_id,
         version=version, schema_hash=schema_hash,

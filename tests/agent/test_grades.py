@@ -80,6 +80,18 @@ def test_another_epoch_or_seed_is_graded_afresh(bank: Bank) -> None:
     assert agent_trial.GRADES.stats() == {"hits": 0, "misses": 3, "entries": 3}
 
 
+def test_another_rule_set_is_graded_afresh(bank: Bank, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _trial(bank, "sample-w01-chain-1to07")
+    monkeypatch.setattr(agent_trial, "GRADING_RULES", "published-1.0")
+    second = _trial(bank, "sample-w01-chain-1to07")
+    assert agent_trial.GRADES.hits == 0
+    assert first.verifier is not None and second.verifier is not None
+    assert (first.verifier["metadata"]["rules"], second.verifier["metadata"]["rules"]) == (
+        "apiflow-1.1",
+        "published-1.0",
+    )
+
+
 def test_a_reloaded_bank_is_graded_afresh(bank: Bank) -> None:
     """The setup is compared by identity: equal tasks and worlds of another load are other objects."""
     _trial(bank, "sample-w01-chain-1to07")
