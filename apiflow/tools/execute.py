@@ -240,11 +240,19 @@ def execute_request(
     seen = response_content(response, outgoing)
     workspace.put_entity(response_ref, seen, "execute", key=response_key, room_checked=True)
     workspace.record_exchange(Exchange(request_key, response_key, outgoing.sent, response))
-    return dumps(
-        {
-            "response_ref": response_key,
-            "status": response.status,
-            "headers": seen["headers"],  # the entity's copy, only encoded here
-            "body_preview": body_preview(response),
-        }
+    shown = response.shown
+    if shown is None:
+        shown = shown_response(response, seen["headers"])
+        object.__setattr__(response, "shown", shown)  # a cache field of a frozen response (HttpResponse)
+    return '{"response_ref": ' + dumps(response_key) + shown
+
+
+def shown_response(response: HttpResponse, headers: dict[str, str]) -> str:
+    """The execute result's text after its ``response_ref``: ``, "status": …, "headers": …,
+    "body_preview": …}``. The result is ``dumps`` of one dict, ``{"response_ref", "status", "headers",
+    "body_preview"}``, and ``dumps`` writes a dict's items in order joined by ``", "``, so the result
+    is ``{"response_ref": <ref>`` and this, whatever the ref (tests/tools/test_execute_shown.py)."""
+    return (
+        ", "
+        + dumps({"status": response.status, "headers": headers, "body_preview": body_preview(response)})[1:]
     )
