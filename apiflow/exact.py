@@ -1,11 +1,12 @@
 """Exact encodings of built-in data: equal bytes only for equal values of the same types.
 
-What a content-addressed memo can key by (``apiflow.agent.grades``). A pickler whose ``reducer_override`` refuses everything
-the C pickler does not write itself takes only exact built-in data types (``dict``, ``list``, ``tuple``,
-``str``, ``int``, ``float``, ``bool``, ``None``, bytes and sets); a subclass, a numpy scalar or any other
-object makes the encoding None. Unpickling inverts it with types exact (``1``, ``1.0`` and ``True``, a
-list and a tuple, ``0.0`` and ``-0.0`` all differ, dict order kept), so equal bytes are equal values;
-written without a memo, equal values are always equal bytes. Not ``marshal``: it writes every object with
+What a content-addressed memo can key by (``apiflow.agent.grades``). A pickler whose
+``reducer_override`` refuses everything the C pickler does not write itself takes only exact built-in
+data types (``dict``, ``list``, ``tuple``, ``str``, ``int``, ``float``, ``bool``, ``None``, bytes and
+sets); a subclass, a numpy scalar or any other object makes the encoding None. Unpickling inverts it
+with types exact (``1``, ``1.0`` and ``True``, a list and a tuple, ``0.0`` and ``-0.0`` all differ,
+dict order kept), so equal bytes are equal values; written without a memo, equal values are always
+equal bytes. Not ``marshal`` (``world.transitions`` keys requests with it): it writes every object with
 the buffer protocol as bytes (a numpy float, a bytearray), so values of two types could share bytes.
 """
 

@@ -16,17 +16,12 @@ on and off and compares the records.
 What is compared. The setup by identity (the task, the spec salted for the trial, which
 ``trial_salting`` hands every trial of a task and canary seed with its codec, and the world
 definition, all held by the entry so an id is never matched to a newer object) and by value (the
-seeds and the rule set); calls and messages by the sha256 of their exact pickle (``apiflow.exact``), which takes only
-exact built-in data types (``dict``, ``list``, ``tuple``, ``str``, ``int``, ``float``, ``bool``,
-``None``, bytes and sets) and refuses anything else, a subclass included: such a trial is graded,
-not looked up. Unpickling inverts that encoding with types exact (``1``, ``1.0``, ``True``, a list and a
-tuple, ``0.0`` and ``-0.0`` all differ, dict order kept), so equal bytes are equal values. Not ``marshal``, as ``world.transitions`` uses for requests: it
-writes every object with the buffer protocol as bytes (a numpy float, a bytearray), so two values
-of different types could share a key.
+seeds and the rule set); calls and messages by the sha256 of their exact pickle (``apiflow.exact``:
+equal bytes only for equal values of the same types). A trial holding anything but exact built-in
+data has no such pickle and is graded, not looked up.
 
 What is shared. Nothing mutable: a hit is the first trial's ``Grade`` with a fresh ``verifier``
-(unpickled from the bytes taken when it was graded, the same exact pickler), the one field the
-record keeps.
+(unpickled from the exact bytes taken when it was graded), the one field the record keeps.
 
 In a grid, the trials of one (task, epoch) share every seed; 79 % of the calibrated sims' trials
 repeat an earlier transcript there (docs/design/030, "Round seven"). Bounded: the entries least
@@ -45,9 +40,9 @@ from apiflow.exact import exact_bytes, exact_digest
 from apiflow.grading import Grade
 
 MAX_ENTRIES: Final = 2_048
-"""Grades held at most: ~16 KB each at bank/v1's calibrated sims (tracemalloc; the grade's
-predicate results, diagnostics and the verifier's bytes), ~34 MB at the most. A grid actor of the 44k grid files ~630 an epoch (its ~233
-tasks, ~2.7 distinct transcripts each); an epoch's entries never come back (the seeds differ)."""
+"""Grades held at most: ~16 KB each at bank/v1's calibrated sims (tracemalloc; the grade's predicate
+results, diagnostics and the verifier's bytes), ~34 MB at the most. A grid actor of the 44k grid files
+~630 an epoch (its ~233 tasks, ~2.7 distinct transcripts each); an epoch's entries never come back."""
 
 
 _FIELDS: Final = tuple(field.name for field in dataclasses.fields(Grade))
