@@ -139,11 +139,16 @@ def _collector(workers: list[dict[str, Any]], per: float) -> str:
     return f"; collector {seconds * per:.3f} ms a trial ({full} full, longest {longest * 1000:.0f} ms)"
 
 
+def _memo_stats(workers: list[dict[str, Any]], memo: str) -> tuple[list[dict[str, int]], int, int]:
+    """The actors' stats of one memo (``transitions``, ``grades``): each actor's, the hits, the lookups."""
+    memos = [w[memo] for w in workers if memo in w]
+    hits = sum(m["hits"] for m in memos)
+    return memos, hits, hits + sum(m["misses"] for m in memos)
+
+
 def _replayed(workers: list[dict[str, Any]]) -> str:
     """How many world answers the actors' transition memos replayed (apiflow.world.transitions)."""
-    memos = [w["transitions"] for w in workers if "transitions" in w]
-    hits = sum(m["hits"] for m in memos)
-    asked = hits + sum(m["misses"] for m in memos)
+    memos, hits, asked = _memo_stats(workers, "transitions")
     if not asked:
         return ""
     held = "/".join(f"{m['edges']:,}" for m in memos)
@@ -152,9 +157,7 @@ def _replayed(workers: list[dict[str, Any]]) -> str:
 
 def _regraded(workers: list[dict[str, Any]]) -> str:
     """How many grades the actors' grade memos replayed (apiflow.agent.grades)."""
-    memos = [w["grades"] for w in workers if "grades" in w]
-    hits = sum(m["hits"] for m in memos)
-    asked = hits + sum(m["misses"] for m in memos)
+    _, hits, asked = _memo_stats(workers, "grades")
     return f"; grades replayed {hits / asked:.1%} of {asked:,}" if asked else ""
 
 
