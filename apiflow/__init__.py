@@ -7,7 +7,9 @@ pyarrow Table of trial rows (``apiflow.api``); they are loaded on first use, so 
 
 from typing import Any
 
-__version__ = "0.1.0"
+from apiflow.version import __version__
+
+__all__ = ["__version__", "run_task", "run_trials", "run_grid", "load_grid_rows"]
 
 _API = ("run_task", "run_trials", "run_grid", "load_grid_rows")
 

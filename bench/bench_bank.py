@@ -16,14 +16,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from apiflow.authoring.gates import chains as chain_gates
+from apiflow.authoring.gates import spec_text
+from apiflow.authoring.gates.harness import card_message, golden_calls, run_script
+from apiflow.authoring.gates.oracle import solvability
+from apiflow.authoring.gates.result import GateLog
+from apiflow.authoring.gates.solo import triad
+from apiflow.authoring.gates.static import discoverability, leak
 from apiflow.bank import load_bank
-from apiflow.bank.gates import chains as chain_gates
-from apiflow.bank.gates import spec_text
-from apiflow.bank.gates.harness import card_message, golden_calls, run_script
-from apiflow.bank.gates.oracle import solvability
-from apiflow.bank.gates.result import GateLog
-from apiflow.bank.gates.solo import triad
-from apiflow.bank.gates.static import discoverability, leak
 from apiflow.bank.manifest import verify_manifest
 
 TARGET_S = 10.0

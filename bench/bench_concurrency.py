@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = sorted(load_bank(DEFAULT_BANK).tasks)
     epochs = -(-args.trials // len(tasks))
     port = free_port()
-    standin = subprocess.Popen([sys.executable, "-m", "apiflow.models.standin_server", "--port", str(port),
+    standin = subprocess.Popen([sys.executable, "-m", "apiflow.testing.standin_server", "--port", str(port),
                                 "--latency-s", str(args.latency_s)], cwd=ROOT, stdout=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}/v1"
     work = Path(tempfile.mkdtemp(prefix="bench-conc-"))

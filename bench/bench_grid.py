@@ -92,7 +92,7 @@ def part_a(work: Path) -> None:
 
 
 def part_b(work: Path, rpm: float, tpm: float) -> None:
-    from apiflow.models.standin_server import StandinConfig, StandinServer
+    from apiflow.testing.standin_server import StandinConfig, StandinServer
     from cluster.driver import run_grid
     from cluster.spec import GridSpec
 

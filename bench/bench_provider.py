@@ -1,6 +1,6 @@
 """Issue 11 §3: the harness's CPU per model call on top of litellm's own, against the same stand-in.
 
-The stand-in provider (``python -m apiflow.models.standin_server``, zero latency) runs in its own
+The stand-in provider (``python -m apiflow.testing.standin_server``, zero latency) runs in its own
 process on 127.0.0.1, so this process's CPU time is the client side only. The calls replay a real
 trial: the oracle's conversation on a ``bank/v1`` task, one call per assistant turn (the
 conversation so far, the seven tool schemas). Two arms, interleaved round by round (ABAB...) so
@@ -70,7 +70,7 @@ class Standin:
         cmd = [
             sys.executable,
             "-m",
-            "apiflow.models.standin_server",
+            "apiflow.testing.standin_server",
             "--bank",
             str(BANK),
             "--port",

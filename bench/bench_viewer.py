@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from apiflow.analysis.ingest import ingest  # noqa: E402
 from apiflow.results.prices import load_price_table  # noqa: E402
+from apiflow.results.source import open_source  # noqa: E402
 from apiflow.viewer import build_site  # noqa: E402
-from apiflow.viewer.source import open_source  # noqa: E402
 
 
 def main() -> int:

@@ -295,7 +295,7 @@ class Standin:
     def start(self) -> str:
         flags = [f"--{k.replace('_', '-')}={v}" for k, v in self.faults.items()]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "apiflow.models.standin_server", f"--port={self.port}", *flags],
+            [sys.executable, "-m", "apiflow.testing.standin_server", f"--port={self.port}", *flags],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         _wait_http(f"{self.url}/stats", 60)

@@ -210,7 +210,7 @@ class BudgetedModel:
 
     async def end_trial(self, messages: list[dict[str, Any]]) -> None:
         """Pass the end of the trial on to a model that drives it from outside (an MCP agent's
-        bridge, ``apiflow.models.external``), so its agent process and server are released."""
+        bridge, ``apiflow.mcp.external``), so its agent process and server are released."""
         end = getattr(self.inner, "end_trial", None)
         if end is not None:
             await end(messages)

@@ -19,8 +19,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from apiflow.cli.grid import add_run_flags
 from apiflow.errors import UsageError
-from apiflow.gridcli import add_run_flags
 from apiflow.results.prices import load_price_table
 from apiflow.results.store import ResultStore
 from cluster.budget import SpendOnRecord, checkpoint, spend_on_record, worst_case_usd

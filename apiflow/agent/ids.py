@@ -8,11 +8,11 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from apiflow import __version__
 from apiflow.agent.intake import NAME_CHARS, TURN_BOUNDS, USAGE_TOKENS
 from apiflow.agent.loop import TrialLimits
 from apiflow.agent.prompts import PROMPT_HASH
 from apiflow.tools.limits import TOOL_BOUNDS
+from apiflow.version import __version__
 
 FIRST_INPUT_BOUNDS: Final[dict[str, int]] = {
     "argument_chars": 262_144,

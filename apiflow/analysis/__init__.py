@@ -5,8 +5,8 @@ from apiflow.analysis.ingest import IngestStats, find_trial_files, ingest
 from apiflow.analysis.reach import pass_at_k, pass_hat_k
 from apiflow.analysis.summary import ReportOptions, summarize
 from apiflow.analysis.table import load_table
-from apiflow.analysis.taskid import TaskRef, parse_task_id
 from apiflow.analysis.trials import Trials, select_rows, trials_from_table
+from apiflow.results.taskid import TaskRef, parse_task_id
 
 __all__ = [
     "IngestStats",

@@ -13,9 +13,9 @@ from typing import Any
 import pyarrow as pa
 
 from apiflow.analysis.panels import panel_of
-from apiflow.analysis.taskid import parse_task_id
 from apiflow.results.record import TrialRecord
 from apiflow.results.rows import DEFAULT_PANEL, ROW_SCHEMA, record_to_row
+from apiflow.results.taskid import parse_task_id
 
 PUBLISHED_SCHEMA = pa.schema(
     [

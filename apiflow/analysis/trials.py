@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from apiflow.analysis.taskid import parse_task_id
 from apiflow.errors import UsageError
+from apiflow.results.taskid import parse_task_id
 
 REQUIRED = ("model", "task_id", "verdict")
 

@@ -23,6 +23,7 @@ from apiflow.bank.files import (
     resolved_inside,
     shown,
 )
+from apiflow.hashing import canonical_json
 from apiflow.errors import UsageError
 
 MANIFEST = "manifest.json"
@@ -60,8 +61,7 @@ def data_files(root: Path) -> list[str]:
 
 def bank_hash(files: dict[str, str]) -> str:
     """One hash over the (path, sha256) pairs: canonical JSON, sorted keys."""
-    canonical = json.dumps(files, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(canonical_json(files)).hexdigest()
 
 
 def build_manifest(root: Path, name: str) -> dict[str, object]:

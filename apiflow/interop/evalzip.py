@@ -25,9 +25,9 @@ from typing import Any, Final
 
 import orjson
 
-from apiflow import __version__
 from apiflow.errors import UsageError
 from apiflow.interop.samples import DEFAULT_SCORER, RECORD_KEY, is_unscored, record_to_sample, sample_name
+from apiflow.version import __version__
 
 LOG_VERSION: Final = 2
 EXPORT_KEY: Final = "apiflow_export"

@@ -2,7 +2,7 @@
 
 One log per (model, bank): an Inspect log is one task evaluated with one model, and a bank is our
 task (its tasks are the samples, a record's ``trial`` the epoch). RESULTS is read as the viewer
-reads it (``apiflow.viewer.source``: a grid's result store, local or ``s3://``, or a folder of
+reads it (``apiflow.results.source``: a grid's result store, local or ``s3://``, or a folder of
 schema-1.0 trial JSONs); records stream through, one sample in memory at a time.
 """
 
@@ -16,11 +16,11 @@ from typing import Any
 
 import orjson
 
-from apiflow.analysis.taskid import parse_task_id
 from apiflow.errors import UsageError
 from apiflow.interop.evalzip import EvalLogWriter
+from apiflow.results.source import open_source
 from apiflow.results.store import model_token
-from apiflow.viewer.source import open_source
+from apiflow.results.taskid import parse_task_id
 
 READ_CHUNK = 256
 

@@ -2,7 +2,7 @@
 
 The parameters come from ``configs/panels/calibrated-original-19.json`` (written by
 ``apiflow panel fit`` from the published table; docs/design/070-bank-science.md). The outcome
-model is ``apiflow.panel.latent``'s, played out on real trials:
+model is ``apiflow.models.latent``'s, played out on real trials:
 
 * whether a task is *stuck* for the model is a property of (model, task), the same in every epoch
   and every run seed: a normal liability summed from a world term and a task term shared by every
@@ -32,8 +32,10 @@ from typing import Any
 from apiflow.analysis.panels import ORIGINAL_19_MODELS
 from apiflow.bank.task import TASK_ID_RE, GoldenCall, Task
 from apiflow.errors import UsageError
+from apiflow.hashing import content_hash
+from apiflow.models.latent import SOLO, LatentParams, stuck_threshold
 from apiflow.models.offline import PlannedCall, ScriptedModel, Turn, card_text, golden_turns
-from apiflow.panel.latent import SOLO, LatentParams, stuck_threshold
+from apiflow.models.sim import sim_rng, wrong_value  # the sims' shared notion of a plausible wrong value
 from apiflow.world.memo import IdentityMemo
 
 CALIBRATED_PREFIX = "calibrated-"
@@ -70,8 +72,6 @@ class CalibratedProfile:
 
 
 def _verified(document: dict, path: Path) -> dict:
-    from apiflow.panel.fit import content_hash  # the fit owns the file format
-
     body = {k: v for k, v in document.items() if k != "sha256"}
     if document.get("sha256") != content_hash(body):
         raise UsageError(
@@ -153,12 +153,11 @@ def _essential_steps(task: Task) -> dict[int, list[int]]:
 
 
 def _wrong_card(task: Task, rng: random.Random) -> dict[str, Any]:
-    from apiflow.models.sim import _wrong  # the sims' shared notion of a plausible wrong value
 
     card = dict(task.expected_card)
     if card:
         name = rng.choice(sorted(card))
-        card[name] = _wrong(card[name], rng)
+        card[name] = wrong_value(card[name], rng)
     return card
 
 
@@ -242,8 +241,6 @@ def calibrated_model(task: Task, seed: int, profile_name: str) -> ScriptedModel:
         KeyError: not a calibrated profile name (the registry checks names first).
         UsageError: the pinned panel file is missing or tampered.
     """
-    from apiflow.models.sim import sim_rng
-
     if not is_calibrated_profile(profile_name):
         raise KeyError(profile_name)
     profile = load_profiles()[profile_name[len(CALIBRATED_PREFIX) :]]

@@ -103,6 +103,25 @@ def _entry_points() -> dict[str, tuple[importlib.metadata.EntryPoint, ...]]:
     return table
 
 
+@functools.cache
+def builtin_factory(prefix: str) -> Factory:
+    """The factory apiflow itself registers for a reserved prefix (``external``: the MCP agent kind,
+    which lives above the models layer, in ``apiflow.mcp``, and so is reached through the entry
+    point its own distribution declares rather than imported from here).
+
+    Raises:
+        PluginError: apiflow's own entry point is missing (an install whose metadata predates it).
+    """
+    for point in importlib.metadata.entry_points(group=GROUP, name=prefix):
+        if point.dist is not None and point.dist.name == "apiflow":
+            factory: Factory = point.load()
+            return factory
+    raise PluginError(
+        f"{prefix}/... needs apiflow's own {GROUP!r} entry point {prefix!r}: reinstall apiflow "
+        "(pip install -e . in a clone)"
+    )
+
+
 def _origin(points: tuple[importlib.metadata.EntryPoint, ...]) -> str:
     names = []
     for point in points:

@@ -14,20 +14,48 @@ from apiflow.bank.task import Task
 from apiflow.errors import UsageError
 from apiflow.models.adversarial import ADV_PREFIX, ADVERSARIES, ADVERSARY_MODELS, adversary_model
 from apiflow.models.base import ModelClient
-from apiflow.models.offline import blank_model, oracle_model
-from apiflow.models.plugins import FREE, check_plugin_name, is_plugin, make_plugin_model, plugin_prices
-from apiflow.models.sim import PROFILES, is_sim_profile, sim_model, sim_profile_names
+from apiflow.models.calibrated import calibrated_model, is_calibrated_profile
+from apiflow.models.offline import ScriptedModel, blank_model, oracle_model
+from apiflow.models.plugins import (
+    FREE,
+    builtin_factory,
+    check_plugin_name,
+    is_plugin,
+    make_plugin_model,
+    plugin_prices,
+)
+from apiflow.models.sim import PROFILES, named_sim_model
 from apiflow.results.prices import Prices, PriceTable
 
 OFFLINE_PREFIX = "apiflow/"
 EXTERNAL_PREFIX = "external/"
-"""Agents that run outside apiflow and reach the trial's world over MCP (``apiflow.models.external``)."""
+"""Agents that run outside apiflow and reach the trial's world over MCP (``apiflow.mcp.external``)."""
 SIM_PREFIX = "apiflow/sim:"
 OFFLINE_PROFILES: tuple[str, ...] = tuple(PROFILES)
 """Simulated-agent profile names, strongest first (``apiflow/sim:<profile>``)."""
 
 OFFLINE_MODELS: tuple[str, ...] = ("apiflow/oracle", "apiflow/blank", *(SIM_PREFIX + p for p in PROFILES))
 """The offline models a demo grid runs (the adversaries, ``ADVERSARY_MODELS``, are for audits)."""
+
+
+def is_sim_profile(name: str) -> bool:
+    """True for every profile ``apiflow/sim:<profile>`` accepts: the named ones (``PROFILES``) and the
+    calibrated panel's ``calibrated-<slug>`` (``apiflow.models.calibrated``; not in ``PROFILES``, so
+    demo grids are unchanged)."""
+    return name in PROFILES or is_calibrated_profile(name)
+
+
+def sim_profile_names() -> tuple[str, ...]:
+    """Every accepted profile name, for error messages."""
+    return (*PROFILES, "calibrated-<published slug>")
+
+
+def sim_model(task: Task, seed: int, profile_name: str) -> ScriptedModel:
+    """``apiflow/sim:<profile>`` for one trial: a named profile's sim or a calibrated one (the two
+    kinds are dispatched here, so neither module needs the other's name table)."""
+    if profile_name in PROFILES:
+        return named_sim_model(task, seed, profile_name)
+    return calibrated_model(task, seed, profile_name)
 
 
 def is_offline(name: str) -> bool:
@@ -126,10 +154,9 @@ def make_model(name: str, task: Task, seed: int, params: dict[str, Any] | None =
     if name.startswith(ADV_PREFIX):
         return adversary_model(name[len(ADV_PREFIX) :], task, seed)
     if name.startswith(EXTERNAL_PREFIX):
-        # Imported on use: the MCP bridge loads the mcp SDK, which offline runs never need.
-        from apiflow.models.external import external_model
-
-        return external_model(name, task, seed, params)
+        # apiflow.mcp registers it (pyproject's entry points): loaded on use, since the MCP bridge
+        # loads the mcp SDK, which offline runs never need.
+        return builtin_factory("external")(name, task, seed, params)
     if is_plugin(name):
         return make_plugin_model(name, task, seed, params)
     # Imported only on the provider path: offline models never load litellm.

@@ -57,28 +57,13 @@ PROFILES: dict[str, SimProfile] = {
 """Named profiles, strongest first."""
 
 
-def is_sim_profile(name: str) -> bool:
-    """True for every profile ``sim_model`` accepts: the named ones above and the calibrated panel's
-    ``calibrated-<slug>`` (``apiflow.models.calibrated``; not in ``PROFILES``, so demo grids are unchanged)."""
-    if name in PROFILES:
-        return True
-    from apiflow.models.calibrated import is_calibrated_profile  # imported on use: it imports this module
-
-    return is_calibrated_profile(name)
-
-
-def sim_profile_names() -> tuple[str, ...]:
-    """Every accepted profile name, for error messages."""
-    return (*PROFILES, "calibrated-<published slug>")
-
-
 def sim_rng(seed: int, task_id: str, profile: str) -> random.Random:
     """The simulation's only randomness, derived from content by sha256 (never ``hash()``)."""
     digest = hashlib.sha256(f"sim|{profile}|{task_id}|{seed}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def _wrong(value: Any, rng: random.Random) -> Any:
+def wrong_value(value: Any, rng: random.Random) -> Any:
     """A plausible wrong value of the same type (what a confused agent reports)."""
     if isinstance(value, bool):
         return not value
@@ -94,7 +79,7 @@ def _card(task: Task, profile: SimProfile, rng: random.Random) -> dict[str, Any]
     for name, expected in task.expected_card.items():
         if rng.random() < profile.missing_field:
             continue
-        card[name] = _wrong(expected, rng) if rng.random() < profile.wrong_value else expected
+        card[name] = wrong_value(expected, rng) if rng.random() < profile.wrong_value else expected
     return card
 
 
@@ -170,7 +155,7 @@ class _Planner:
         return self.turns
 
 
-def sim_model(task: Task, seed: int, profile_name: str) -> ScriptedModel:
+def named_sim_model(task: Task, seed: int, profile_name: str) -> ScriptedModel:
     """``apiflow/sim:<profile>`` for one trial of ``task``.
 
     Args:
@@ -181,10 +166,6 @@ def sim_model(task: Task, seed: int, profile_name: str) -> ScriptedModel:
     Raises:
         KeyError: Unknown profile (the registry turns it into a UsageError).
     """
-    if profile_name not in PROFILES:
-        from apiflow.models.calibrated import calibrated_model
-
-        return calibrated_model(task, seed, profile_name)
     profile = PROFILES[profile_name]
     turns = _Planner(task, profile, sim_rng(seed, task.id, profile_name)).plan()
     return ScriptedModel(f"apiflow/sim:{profile_name}", turns)

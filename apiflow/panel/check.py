@@ -32,7 +32,7 @@ from apiflow.analysis import reach
 from apiflow.analysis.bootstrap import resample_worlds
 from apiflow.analysis.failures import failure_classes
 from apiflow.analysis.trials import Trials
-from apiflow.panel.latent import LatentParams, predict
+from apiflow.models.latent import LatentParams, predict
 from apiflow.panel.stats import TaskComposition
 
 LONG = (17, 20)

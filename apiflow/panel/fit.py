@@ -1,7 +1,7 @@
 """Fit per-model calibrated sim parameters to the published table (``apiflow panel fit``).
 
 Three deterministic stages, each matching published statistics with the closed-form model of
-``apiflow.panel.latent``:
+``apiflow.models.latent``:
 
 1. per model, the five parameters of ``LatentParams`` against its solo rate, its rate at every
    chain length (the decay shape, with extra weight on the longest), best-of-5, all-5-of-5 and the
@@ -28,12 +28,13 @@ import pyarrow as pa
 from apiflow.analysis.panels import ORIGINAL_19
 from apiflow.analysis.trials import select_rows, trials_from_table
 from apiflow.errors import UsageError
-from apiflow.panel.latent import (
+from apiflow.hashing import content_hash
+from apiflow.models.latent import (
     LatentParams,
     ModelStats,
-    _nodes,
     per_kind,
     predict,
+    quadrature_nodes,
     stuck_given_shared,
     unstuck_outcomes,
 )
@@ -128,7 +129,7 @@ def _never_given_shared(
 
 def _pair_never(params: list[LatentParams], share: float, comp: TaskComposition) -> float:
     """Predicted mean over model pairs of the share of tasks both never pass (stage 2)."""
-    x, w = _nodes()
+    x, w = quadrature_nodes()
     _, weight = _kinds(comp)
     never = [_never_given_shared(p, math.sqrt(share) * x, share, comp) for p in params]  # (K, N) each
     pairs = [
@@ -148,7 +149,7 @@ def fit_shared(params: list[LatentParams], observed: float, comp: TaskCompositio
 
 def _world_sd(params: list[LatentParams], share: float, world_share: float, comp: TaskComposition) -> float:
     """Predicted SD across worlds of the panel-mean per-task rate (stage 3)."""
-    x, w = _nodes()
+    x, w = quadrature_nodes()
     ks, weight = _kinds(comp)
     shared = math.sqrt(world_share) * x[:, None] + math.sqrt(max(share - world_share, 0.0)) * x[None, :]
     rate = np.zeros((len(ks), len(x), len(x)))  # (K, world node, task node): panel-mean rate
@@ -241,11 +242,6 @@ def fit_panel(
     if models is not None or iterations != ITERATIONS:
         body["cut_down"] = {"models": sorted(names), "iterations": iterations}
     return {**body, "sha256": content_hash(body)}
-
-
-def content_hash(body: dict) -> str:
-    """sha256 of the canonical JSON of the document without its ``sha256`` field."""
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def file_sha256(path: Path) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 from apiflow.analysis import reach
 from apiflow.analysis.failures import failure_classes
 from apiflow.analysis.trials import Trials
-from apiflow.panel.latent import SOLO, ModelStats
+from apiflow.models.latent import SOLO, ModelStats
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,12 @@ import orjson
 
 from apiflow.errors import UsageError
 from apiflow.results.prices import PriceTable
+from apiflow.results.source import TrialSource, open_source
 from apiflow.viewer.assets import VIEWER_CSS, VIEWER_JS
 from apiflow.viewer.conversation import prompt_page
 from apiflow.viewer.digest import TrialDigest, digest_trials
 from apiflow.viewer.html import esc, page
 from apiflow.viewer.index_pages import leaderboard_page, model_page, task_page
-from apiflow.viewer.source import TrialSource, open_source
 from apiflow.viewer.trial_page import render_trial
 
 CHUNK_FILES = 64

@@ -17,9 +17,9 @@ import pyarrow as pa
 from apiflow.analysis.cost import trial_costs
 from apiflow.analysis.failures import failure_classes
 from apiflow.analysis.rows import transcript_row
-from apiflow.analysis.taskid import parse_task_id
 from apiflow.analysis.trials import trials_from_table
 from apiflow.results.prices import PriceTable
+from apiflow.results.taskid import parse_task_id
 from apiflow.viewer.html import token
 
 # The row columns the classification and the cost read (a chunk may mix published and own records).

@@ -21,7 +21,7 @@ def test_settle_loaded_freezes_what_is_alive() -> None:
 
 
 def test_apiflow_run_settles_after_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from apiflow.agent import cli
+    from apiflow.cli import run as cli
 
     calls: list[int] = []
     monkeypatch.setattr(cli, "settle_loaded", lambda: calls.append(1))

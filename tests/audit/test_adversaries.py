@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from apiflow.authoring.audit import sample_tasks
 from apiflow.bank import DEFAULT_BANK, load_bank
-from apiflow.bank.audit import sample_tasks
 from apiflow.errors import UsageError
 from apiflow.grading.answer import compare
 from apiflow.models import make_model

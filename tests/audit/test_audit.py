@@ -9,9 +9,9 @@ import pytest
 
 from apiflow.agent import trial as trial_module
 from apiflow.agent.trial import GRADING_RULES, run_trial_sync
+from apiflow.authoring.audit import audit_bank, record_text, sample_tasks
 from apiflow.bank import DEFAULT_BANK, load_bank
-from apiflow.bank import audit as audit_module
-from apiflow.bank.audit import audit_bank, record_text, sample_tasks
+from apiflow.authoring import audit as audit_module
 from apiflow.cli import main
 from apiflow.grading.spec import AnswerFieldSpec
 from apiflow.models import make_model
@@ -147,7 +147,7 @@ def test_committed_sample_record_reproduces() -> None:
     bank = load_bank(DEFAULT_BANK)
     report = audit_bank(bank, epochs=record["epochs"], seed=record["seed"])
     fresh = report.as_dict()
-    from apiflow.bank.replay_values import measure
+    from apiflow.authoring.replay_values import measure
 
     figures = measure(bank, list(bank.tasks.values()), record["replay_values"]["epochs"])
     fresh["replay_values"] = {

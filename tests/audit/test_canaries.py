@@ -7,8 +7,8 @@ import json
 import re
 
 from apiflow.agent.trial import trial_evidence
+from apiflow.authoring.replay_values import measure
 from apiflow.bank import DEFAULT_BANK, load_bank
-from apiflow.bank.replay_values import measure
 from apiflow.grading import grade
 from apiflow.models import make_model
 from apiflow.world.canaries import REPLAYED, SALTED, SCOPE_HEADER, CanaryCodec, suffix

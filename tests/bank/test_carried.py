@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from apiflow.bank import Bank, ChainFile, compose_chain, load_bank
-from apiflow.bank.audit import audit_bank
-from apiflow.bank.gates.chains import carried_segments
-from apiflow.bank.gates.harness import Run, card_message, golden_calls, golden_plan
-from apiflow.bank.generate import V1_SEED, build_bank
+from apiflow.authoring.audit import audit_bank
+from apiflow.authoring.gates.chains import carried_segments
+from apiflow.authoring.gates.harness import Run, card_message, golden_calls, golden_plan
+from apiflow.authoring.generate import V1_SEED, build_bank
 from apiflow.cli import main
 from apiflow.grading.spec import AnswerFieldSpec, NewResponseSpec
 

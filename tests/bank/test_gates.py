@@ -9,14 +9,15 @@ import pytest
 
 from apiflow.bank import Bank, Task, load_bank
 from apiflow.bank.chain import ChainFile, compose_chain
-from apiflow.bank.gates import check_chains, check_solo, spec_text
-from apiflow.bank.gates.chains import check as chain_check
-from apiflow.bank.gates.harness import Run, card_message, golden_calls, run_script
-from apiflow.bank.gates.oracle import solvability
-from apiflow.bank.gates.result import GateLog
-from apiflow.bank.gates.solo import stale_pairs, triad
-from apiflow.bank.gates.static import discoverability, leak
-from apiflow.bank.generate.plan import bank_shape
+from apiflow.authoring.gates import check_chains, check_solo, spec_text
+from apiflow.authoring.gates.chains import check as chain_check
+from apiflow.authoring.gates.harness import Run, card_message, golden_calls, run_script
+from apiflow.authoring.gates.oracle import solvability
+from apiflow.authoring.gates.result import GateLog
+from apiflow.authoring.gates.solo import triad
+from apiflow.bank.stale import stale_pairs
+from apiflow.authoring.gates.static import discoverability, leak
+from apiflow.authoring.generate.plan import bank_shape
 from apiflow.world import WorldDef
 
 V1 = "bank/v1"
@@ -286,7 +287,7 @@ def test_chain_stale_gate_fails_when_the_stale_revision_still_works() -> None:
 
 
 def test_workspace_fork_is_independent_and_safe_on_unknown_layouts() -> None:
-    from apiflow.bank.gates.harness import fork_workspace
+    from apiflow.authoring.gates.harness import fork_workspace
     from apiflow.tools import Workspace
 
     ws = Workspace([], {"document": {}}, 3)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from apiflow.bank import Bank, load_bank
-from apiflow.bank.gates import verify_bank
-from apiflow.bank.generate import DOMAINS, V1_SEED, build_bank
-from apiflow.bank.generate.plan import AXIS_ORDER, storyline
-from apiflow.bank.generate.values import derive_rng
+from apiflow.authoring.gates import verify_bank
+from apiflow.authoring.generate import DOMAINS, V1_SEED, build_bank
+from apiflow.authoring.generate.plan import AXIS_ORDER, storyline
+from apiflow.authoring.generate.values import derive_rng
 from apiflow.cli import main
 
 V1 = Path("bank/v1")
@@ -192,9 +192,9 @@ def test_offline_models_rank_on_v1_and_chains_get_harder_with_length() -> None:
 
 
 def test_a_failing_subtask_is_revised_and_a_failing_chain_truncated(monkeypatch: pytest.MonkeyPatch) -> None:
-    import apiflow.bank.generate.build as build
-    from apiflow.bank.generate.axes import AXES
-    from apiflow.bank.generate.plan import WorldShape
+    import apiflow.authoring.generate.build as build
+    from apiflow.authoring.generate.axes import AXES
+    from apiflow.authoring.generate.plan import WorldShape
 
     calls = {"n": 0}
     for axis, draft in list(AXES.items()):

@@ -14,10 +14,10 @@ from apiflow.analysis.screen import cells_at_most, screen_cells
 from apiflow.analysis.screen_section import over_seeds, t975, wilson
 from apiflow.analysis.trials import trials_from_table
 from apiflow.bank import load_bank
-from apiflow.bank.generate import V1_SEED, build_bank
-from apiflow.bank.generate.plant import read_side_file
-from apiflow.bank.grounded import GroundedView
-from apiflow.bank.screen_eval import cell_passes, play_model, pooled, score_split
+from apiflow.authoring.generate import V1_SEED, build_bank
+from apiflow.authoring.generate.plant import read_side_file
+from apiflow.authoring.grounded import GroundedView
+from apiflow.authoring.screen_eval import cell_passes, play_model, pooled, score_split
 from apiflow.cli import main
 
 V1 = Path("bank/v1")

@@ -13,8 +13,8 @@ from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.models import make_model
 from apiflow.results import archives
 from apiflow.results.rows import record_to_row
+from apiflow.results.source import open_source
 from apiflow.results.store import ResultStore
-from apiflow.viewer.source import open_source
 from cluster.dispatch import Dispatcher
 from cluster.plan import PlannedTrial
 from cluster.spec import GridSpec

@@ -26,8 +26,8 @@ from clusterkit import ROOT, children, cmdline, kill_ray_of
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.cli import main
 from apiflow.results.rows import PUBLISHED_COLUMNS, published_row
+from apiflow.results.source import open_source
 from apiflow.results.store import ResultStore
-from apiflow.viewer.source import open_source
 from cluster.driver import run_grid
 from cluster.plan import plan_grid
 from cluster.spec import GridSpec
@@ -197,7 +197,7 @@ def test_budget_cap_stops_new_trials_within_the_reservations(ray_session, tmp_pa
 
 def test_provider_faults_are_retried_recorded_and_exhausted_ones_resumed(ray_session, tmp_path):
     """Real litellm against the stand-in provider: one flaky endpoint, one that is down."""
-    from apiflow.models.standin_server import StandinConfig, StandinServer
+    from apiflow.testing.standin_server import StandinConfig, StandinServer
 
     flaky_cfg = StandinConfig(p_429=0.1, p_500=0.15, p_timeout=0.04, timeout_s=3.0, seed=3)
     with StandinServer(flaky_cfg) as flaky, StandinServer(StandinConfig(p_500=1.0)) as down:

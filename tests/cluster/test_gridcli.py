@@ -23,7 +23,7 @@ def test_grid_run_flags_match_the_driver():
 
 
 def test_importing_the_cli_loads_no_ray():
-    code = "import sys, apiflow.cli, apiflow.gridcli; apiflow.cli.build_parser(); print('ray' in sys.modules)"
+    code = "import sys, apiflow.cli, apiflow.cli.grid; apiflow.cli.build_parser(); print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
 

@@ -1,4 +1,4 @@
-"""The stand-in provider (apiflow/models/standin_server.py): OpenAI shapes, faults, statelessness."""
+"""The stand-in provider (apiflow/testing/standin_server.py): OpenAI shapes, faults, statelessness."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from apiflow.agent.prompts import initial_messages
 from apiflow.bank import DEFAULT_BANK, load_bank
-from apiflow.models.standin_server import StandinConfig, StandinServer
+from apiflow.testing.standin_server import StandinConfig, StandinServer
 
 
 def post(url: str, body: dict) -> tuple[int, dict, dict]:

@@ -127,7 +127,7 @@ def test_mcp_flags_need_mcp(tmp_path: Path) -> None:
 
 def test_importing_apiflow_loads_no_mcp_sdk() -> None:
     code = (
-        "import sys, apiflow, apiflow.cli, apiflow.mcp, apiflow.models.external; apiflow.cli.build_parser(); "
+        "import sys, apiflow, apiflow.cli, apiflow.mcp, apiflow.mcp.external; apiflow.cli.build_parser(); "
         "print(sorted(m for m in ('mcp', 'mcp_types', 'uvicorn', 'starlette') if m in sys.modules))"
     )
     out = subprocess.run(

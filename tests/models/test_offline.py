@@ -14,7 +14,8 @@ from apiflow.grading.spec import AnswerFieldSpec
 from apiflow.models import OFFLINE_PROFILES, make_model, model_slug
 from apiflow.models.base import GenerateConfig
 from apiflow.models.offline import MISSING_REF, resolve_refs
-from apiflow.models.sim import PROFILES, sim_model
+from apiflow.models.registry import sim_model
+from apiflow.models.sim import PROFILES
 
 
 def task_with(steps: int, kind: str = "solo") -> Task:

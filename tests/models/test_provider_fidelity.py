@@ -29,10 +29,10 @@ from apiflow.models.litellm_client import (
     to_openai_messages,
     usage_from_response,
 )
-from apiflow.models.standin_anthropic import sign
-from apiflow.models.standin_server import StandinConfig, StandinServer
 from apiflow.results.prices import cost_usd, load_price_table
 from apiflow.results.record import Termination, TrialRecord
+from apiflow.testing.standin_anthropic import sign
+from apiflow.testing.standin_server import StandinConfig, StandinServer
 
 CLAUDE, DEEPSEEK, GPT = "claude-sonnet-4-6", "deepseek-v4-flash", "gpt-5-mini"
 PLAYS = ((CLAUDE, "apiflow/oracle"), (DEEPSEEK, "apiflow/oracle"), (GPT, "apiflow/oracle"))

@@ -9,11 +9,11 @@ import pytest
 
 from apiflow.bank import load_bank
 from apiflow.errors import UsageError
+from apiflow.hashing import content_hash
 from apiflow.models.calibrated import CALIBRATED_PANEL, PANEL_FILE, load_profiles, plan
-from apiflow.models.registry import OFFLINE_MODELS
-from apiflow.models.sim import PROFILES, is_sim_profile, sim_model, sim_rng
-from apiflow.panel.fit import content_hash
-from apiflow.panel.latent import SOLO, LatentParams, predict
+from apiflow.models.latent import SOLO, LatentParams, predict
+from apiflow.models.registry import OFFLINE_MODELS, is_sim_profile, sim_model
+from apiflow.models.sim import PROFILES, sim_rng
 
 
 @pytest.fixture(scope="module")

@@ -99,8 +99,8 @@ def test_cli_bad_input_is_a_usage_error(tmp_path, capsys):
 def test_a_stability_trial_file_holds_play_models_rows_of_its_epoch(tmp_path):
     import pyarrow.parquet as pq
 
+    from apiflow.cli.panel_stability import play_unit
     from apiflow.panel.play import play_model
-    from apiflow.panel.stability_cli import play_unit
 
     model = "apiflow/sim:calibrated-gpt-5.5"
     path = tmp_path / "e2.parquet"

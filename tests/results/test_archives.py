@@ -11,8 +11,8 @@ import pytest
 
 from apiflow.results import archives
 from apiflow.results.rows import record_to_row
+from apiflow.results.source import open_source
 from apiflow.results.store import ResultStore, model_token
-from apiflow.viewer.source import open_source
 
 
 def test_an_archive_holds_its_members_in_order_byte_for_byte_and_is_a_pure_function_of_them(tmp_path):

@@ -29,8 +29,8 @@ from secretscan import files_under, scan
 
 from apiflow.bank import DEFAULT_BANK
 from apiflow.cli import main
-from apiflow.models.standin_server import StandinConfig, StandinServer
 from apiflow.results.store import ResultStore
+from apiflow.testing.standin_server import StandinConfig, StandinServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

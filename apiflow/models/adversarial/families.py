@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from apiflow.bank.stale import stale_pairs
 from apiflow.bank.task import GoldenCall, Task
 from apiflow.models.adversarial import cards
 from apiflow.models.adversarial.steps import (
@@ -222,8 +223,6 @@ def wrong_entity(task: Task, rng: random.Random) -> Plan:
 
 def stale_seed(task: Task, rng: random.Random) -> Plan:
     """The stale seeded value sent where the golden retry sends the live one; the key's card."""
-    from apiflow.bank.gates.solo import stale_pairs  # the gates' own definition of "stale"
-
     pairs = stale_pairs(task)
     if not pairs:
         return None

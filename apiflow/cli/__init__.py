@@ -1,0 +1,65 @@
+"""The ``apiflow`` command: one table of verbs, one module a verb.
+
+Bad input raises ``UsageError`` anywhere below and ends here as one line on stderr
+with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from apiflow.cli import bank, grid, panel, regrade, report, run, task, transcripts, view, world
+from apiflow.errors import UsageError
+from apiflow.version import __version__
+
+# The verbs, in the order ``apiflow --help`` lists them: each module adds its verb with
+# ``register(subparsers)`` and ``set_defaults(func=...)``.
+VERBS: tuple[tuple[str, ModuleType], ...] = (
+    ("task", task),
+    ("run", run),
+    ("bank", bank),
+    ("regrade", regrade),
+    ("transcripts", transcripts),
+    ("report", report),
+    ("panel", panel),
+    ("grid", grid),
+    ("world", world),
+    ("view", view),
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        # argparse's own usage errors: one line, exit 2, like every other bad input.
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser with every verb registered."""
+    parser = _Parser(prog="apiflow", description="Evaluate LLM agents on long, dependent REST-API workflows.")
+    parser.add_argument("--version", action="version", version=f"apiflow {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    for _name, module in VERBS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``apiflow`` console script."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"apiflow: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("apiflow: interrupted", file=sys.stderr)
+        return 130
+

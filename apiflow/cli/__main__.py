@@ -1,0 +1,7 @@
+"""``python -m apiflow.cli``: the ``apiflow`` command without its console script."""
+
+import sys
+
+from apiflow.cli import main
+
+sys.exit(main())

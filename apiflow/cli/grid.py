@@ -1,0 +1,85 @@
+"""``apiflow grid run|status|compact``: the grid runner's verbs.
+
+``apiflow`` never imports ``cluster`` or ``ray`` at module level (a test walks the imports):
+``run`` and ``status`` load ``cluster`` by name with ``importlib`` only when invoked, so every
+other verb works without Ray installed, and ``compact`` needs nothing beyond the result store
+(docs/design/040-grid-runner.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+from apiflow.errors import UsageError
+from apiflow.results.storage import storage_options
+
+_CLUSTER_HINT = "the grid runner needs the cluster extra: pip install 'apiflow[cluster]'"
+
+
+def _cluster(module: str) -> Any:
+    try:
+        return importlib.import_module(f"cluster.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("ray", "cluster"):
+            raise UsageError(_CLUSTER_HINT) from None
+        raise
+
+
+def _run(args: argparse.Namespace) -> int:
+    return int(_cluster("driver").run_from_args(args))
+
+
+def _status(args: argparse.Namespace) -> int:
+    for line in _cluster("status").grid_status(args.out, storage_options(args.storage_options)):
+        print(line)
+    return 0
+
+
+def _compact(args: argparse.Namespace) -> int:
+    from apiflow.results.store import ResultStore
+
+    store = ResultStore(args.out, storage_options(args.storage_options))
+    if store.read_manifest() is None:
+        raise UsageError(f"{args.out} holds no grid (no manifest.json)")
+    summary = store.compact()
+    print(
+        f"compacted {summary.rows_read} rows into {summary.trials} trials, {len(summary.files)} per-model files"
+    )
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``grid run``, ``grid status`` and ``grid compact``."""
+    grid = subparsers.add_parser(
+        "grid", help="run, resume and inspect grids of trials (models x tasks x epochs)"
+    )
+    verbs = grid.add_subparsers(dest="grid_verb", metavar="{run,status,compact}", parser_class=type(grid))
+    run = verbs.add_parser("run", help="run or resume a grid (local Ray by default, or --address)")
+    add_run_flags(run)
+    run.set_defaults(func=_run)
+    status = verbs.add_parser("status", help="done / remaining / failed by model, and spend")
+    status.add_argument("out", help="the grid's output URL (folder or s3://...)")
+    status.add_argument("--storage-options", help="fsspec options as JSON (e.g. an S3 endpoint)")
+    status.set_defaults(func=_status)
+    compact = verbs.add_parser("compact", help="merge per-trial rows into one Parquet file per model")
+    compact.add_argument("out", help="the grid's output URL (folder or s3://...)")
+    compact.add_argument("--storage-options", help="fsspec options as JSON (e.g. an S3 endpoint)")
+    compact.set_defaults(func=_compact)
+
+
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """The run flags (GRID.yaml, --out, --address, --budget-usd, --dry-run, --no-progress).
+
+    Defined here once; ``python -m cluster.driver`` imports it (cluster may import apiflow,
+    never the reverse), so both entry points take exactly the same flags.
+    """
+    parser.add_argument("grid", help="grid YAML (configs/grids/*.yaml)")
+    parser.add_argument("--out", help="output URL: local folder or s3://bucket/prefix (default: the grid's)")
+    parser.add_argument(
+        "--address", help="Ray address: auto, host:port or ray://...; default: a private local Ray"
+    )
+    parser.add_argument("--budget-usd", type=float, help="spend cap in USD (default: the grid's)")
+    parser.add_argument("--dry-run", action="store_true", help="plan and estimate only")
+    parser.add_argument("--no-progress", action="store_true", help="no live progress display")
