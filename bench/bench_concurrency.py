@@ -8,7 +8,7 @@ rate limit). Reports the stand-in's peak of open requests (calls in flight), ach
 the steady state (the middle 80% of answers) against the ideal, the driver's peak RSS and each
 trial-worker actor's peak RSS (VmHWM, sampled from /proc while the grid runs), and the CPU per call
 of every process taking part (actors, stand-in, driver, Ray's own), which bounds the calls/s two
-cores can carry whatever the concurrency (docs/design/043-retries-and-rate-limits.md).
+cores can carry whatever the concurrency (docs/results/043-retries-and-rate-limits-measurements.md).
 
     python bench/bench_concurrency.py [--trials 5005] [--actors 2] [--per-actor 500] [--rpm N]
         [--latency-s 1] [--ramp-s S] [--dump series.json]

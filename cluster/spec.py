@@ -111,7 +111,7 @@ class Concurrency(BaseModel):
             near the provider's typical latency: trials started together answer together, and an
             actor works a burst of answers off in turns before the next wave of calls goes out,
             so each slot's round lasts latency + the whole burst's CPU
-            (docs/design/043-retries-and-rate-limits.md, "Concurrency, round three").
+            (docs/results/043-retries-and-rate-limits-measurements.md, "Concurrency, round three").
     """
 
     model_config = _FROZEN

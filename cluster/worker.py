@@ -361,7 +361,7 @@ def settle_heap(spec: GridSpec) -> None:
 # enable_task_events=False: Ray otherwise records a state-change event per method call and ships
 # them to the dashboard from a core-worker thread; with one call per batch that is small, but a
 # provider grid makes ~1 call per trial held for minutes and the events then cost CPU that
-# trials need (docs/design/043, "Concurrency, round three"). Failures still surface as outcomes.
+# trials need (docs/design/043, "Concurrency: what the provider path sets, and why"). Failures still surface as outcomes.
 @ray.remote(max_restarts=-1, max_task_retries=0, enable_task_events=False)  # type: ignore[call-overload]  # Ray's stubs lag its options
 class TrialWorker:
     """Async actor: one ``TrialRunner``; many batches in flight at once (``max_concurrency``)."""

@@ -4,7 +4,7 @@ An actor keeps per-task work between trials: the task's compiled script and lite
 calibrated sim's verdict on it, the canary forms of its worlds, and the replayed world answers of
 its (task, epoch)s (``apiflow.world.transitions``). When every actor gets every task, each pays that
 first-sight work once per task; when a task's trials go to one actor, the cluster pays it once
-(measured in docs/design/040, "Task homes"). So each task has a home actor: tasks are dealt to the
+(measured in docs/results/040-grid-runner-measurements.md, "Task homes"). So each task has a home actor: tasks are dealt to the
 actors in the order they first appear in the run order, which balances them when tasks have equal
 trial counts, as a grid's do. An actor takes from its own shelf, in run order; one whose shelf is
 empty takes from the front of the fullest other shelf, so no actor idles while work is left (a

@@ -24,7 +24,7 @@ What is shared. Nothing mutable: a hit is the first trial's ``Grade`` with a fre
 (unpickled from the exact bytes taken when it was graded), the one field the record keeps.
 
 In a grid, the trials of one (task, epoch) share every seed; 79 % of the calibrated sims' trials
-repeat an earlier transcript there (docs/design/030, "Round seven"). Bounded: the entries least
+repeat an earlier transcript there (docs/results/030-agent-loop-rounds.md, "Round seven"). Bounded: the entries least
 recently used leave first.
 """
 

@@ -7,8 +7,8 @@ of (run seed, task, epoch)); the **bearer tokens** the worlds mint and the **car
 task itself gives, or a plain word such as a status). For each class this counts, over E oracle trials of
 every task: values seen, distinct values, values shared by two different trials (a replay
 that would line up), and the bits that tell trials apart (log2 of the distinct values per
-task, averaged; 0 means every trial of a task shows the same value). docs/design/011 reads
-the figures.
+task, averaged; 0 means every trial of a task shows the same value). The figures:
+docs/results/011-grader-exploit-audit-measurements.md.
 """
 
 from __future__ import annotations

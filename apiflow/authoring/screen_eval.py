@@ -6,7 +6,8 @@ in process (each trial through the grounded view, ``apiflow/authoring/grounded.p
 every cell), apply the screen at thresholds 0, <=1, <=3 passes per cell, and score the flagged
 cells against the planted ones. Writes ``screen_eval.json``, ``screen_eval.md`` (the report
 section) and ``screen_pr.png`` into the output folder; the banks and their ground truth go to
-``OUT/banks/``. Method and measured results: docs/design/071-screen-and-carried.md.
+``OUT/banks/``. Method: docs/design/071-screen-and-carried.md;
+measured results: docs/results/071-screen-and-carried-measurements.md.
 """
 
 from __future__ import annotations

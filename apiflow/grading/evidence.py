@@ -67,7 +67,7 @@ class Exchange(NamedTuple):
 
     A NamedTuple rather than a frozen dataclass: a trial builds one per request (a regrade one per
     replayed execute), and a tuple is built in one step where the dataclass set each field through
-    ``object.__setattr__`` (docs/design/010, round four).
+    ``object.__setattr__`` (docs/results/010-grading-rules-measurements.md, "Round four").
 
     Attributes:
         index: Position in send order (0-based); "later" means a larger index.

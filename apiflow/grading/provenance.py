@@ -6,7 +6,8 @@ the trial starts (the canaries are fixed per bank). Under ``apiflow-1.1`` a ``st
 leaf of some response body the agent obtained in this trial (or appears in the task's own
 text, which needs no labour to know), so a card replayed without the calls fails G2 as well
 as G1. ``numeric`` answers are exempt: totals and counts are computed,
-not copied. Rationale and measurements: docs/design/011-grader-exploit-audit.md.
+not copied. Rationale: docs/design/011-grader-exploit-audit.md;
+measurements: docs/results/011-grader-exploit-audit-measurements.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ pattern RE2 refuses is matched literally, docs/design/061). One shape is settled
 RE2: a literal path followed by ``(?:\\?|$)`` (the path, then its query string or the end), which is
 how bank tasks write nearly every route. Each RE2 search costs a few Python calls in the binding
 and a live trial asks a few dozen (pattern, URL) questions, so the shape is worth its own matcher
-(docs/design/010, round four).
+(docs/results/010-grading-rules-measurements.md, "Round four").
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ A member is named as the trial's own file would be below ``transcripts/``
 ``unzip`` of a committed archive into ``transcripts/`` gives its trials' per-trial files back
 (``apiflow transcripts unpack`` does it for every committed one: ``ResultStore.unpack_archives``). The
 archive is a pure function of its members and their order: fixed timestamps, fixed permissions
-(a re-sent batch writes the same bytes). Why one object per batch: docs/design/042, "Round three".
+(a re-sent batch writes the same bytes). Why one object per batch: docs/design/042,
+"One transcript archive per batch (round three)".
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ class _Walk:
     The checks and their order are those of the plain recursive walk (a bound is raised at the
     first value that crosses it, in document order); string leaves, by far the most common, are
     handled inline in the container loops instead of through ``value``: one method call per
-    leaf was most of a scan's cost (docs/design/030, "Trial cost, round two").
+    leaf was most of a scan's cost (docs/results/030-agent-loop-rounds.md, "Trial cost, round two").
     """
 
     __slots__ = ("chars", "max_chars", "max_depth", "repaired")

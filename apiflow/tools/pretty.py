@@ -2,7 +2,7 @@
 
 With ``indent`` set, json takes its pure-Python encoder: a chain of generators yielding a chunk per
 token, about 1,900 function calls to read back one 2 KB response (a calibrated trial reads 0.6 of
-them; docs/design/030, round four). Here each container is one call that joins its items, and
+them; docs/results/030-agent-loop-rounds.md, "Trial cost, round four (world + tools)"). Here each container is one call that joins its items, and
 strings go straight to json's own C escaper. The text is the same: only plain JSON data (exact
 ``dict`` with ``str`` keys, ``list``, ``str``, ``int``, finite ``float``, ``bool``, ``None``, less
 than ``_DEPTH`` deep) takes this path; anything else (a tuple, a non-string key, NaN, a subclass,

@@ -136,7 +136,7 @@ def _compile(source: str) -> SafePattern:
         # RE2 accepts every ASCII literal in this sense (bare characters but metacharacters, and
         # escapes of ASCII punctuation) and compiles n characters to n + 4 instructions: compiling
         # one only to drop the program changes nothing. A grid's trials ask for thousands of them
-        # (per-trial canary forms in URLs), more than the caches below hold (docs/design/010).
+        # (per-trial canary forms in URLs), more than the caches below hold (docs/design/010, "Literal URL patterns skip RE2").
         return SafePattern(source, needle, None)
     try:
         regexp = re2.compile(source, _OPTIONS)

@@ -8,7 +8,7 @@ after a given history is fixed, and a trie of histories can hold it: each edge i
 and holds the response the agent saw and the world state after it. In a grid, the trials of one
 (task, epoch) share every seed (they are derived from the grid seed, the task and the epoch, never
 the model), so the models of a leaderboard, the offline ones above all, send mostly the same first
-requests to identical worlds (docs/design/030, "Round five").
+requests to identical worlds (docs/design/030, "Replayed world answers (round five)").
 
 What is shared between trials: response objects (frozen; their bodies are never mutated: the
 workspace already keeps world responses uncopied, and worlds already hand one constant body to

@@ -9,9 +9,9 @@ import pytest
 
 from apiflow.agent import trial as trial_module
 from apiflow.agent.trial import GRADING_RULES, run_trial_sync
+from apiflow.authoring import audit as audit_module
 from apiflow.authoring.audit import audit_bank, record_text, sample_tasks
 from apiflow.bank import DEFAULT_BANK, load_bank
-from apiflow.authoring import audit as audit_module
 from apiflow.cli import main
 from apiflow.grading.spec import AnswerFieldSpec
 from apiflow.models import make_model

@@ -1,4 +1,4 @@
-"""Transcript archives (042, "Round three"): one ZIP per batch, members byte-identical to the
+"""Transcript archives (docs/design/042, "One transcript archive per batch"): one ZIP per batch, members byte-identical to the
 per-trial files, counted only once their batch row object exists."""
 
 from __future__ import annotations

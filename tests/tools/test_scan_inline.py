@@ -1,6 +1,6 @@
 """The bounds scan with inlined string leaves agrees with the plain recursive walk it replaced.
 
-``limits.scan`` handles ASCII string leaves inside its container loops (docs/design/030,
+``limits.scan`` handles ASCII string leaves inside its container loops (docs/results/030-agent-loop-rounds.md,
 "Trial cost, round two"). The reference below is the walk as it was: one method per value,
 one charge per step. Both must give the same value identity, size, repair count and the same
 error (type and message) for every value, including values that cross a bound mid-way.

@@ -1,4 +1,5 @@
-"""The dispatcher's fast paths agree with the plain forms they replaced (docs/design/030, round three).
+"""The dispatcher's fast paths agree with the plain forms they replaced (docs/results/030-agent-loop-rounds.md,
+"Trial cost, round three (world + tools)").
 
 ``assoc_in`` is a loop instead of a recursion; feature reads (``getter_of``) and the common
 condition operators take their branch when the world is compiled instead of per request; route

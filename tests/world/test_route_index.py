@@ -1,7 +1,7 @@
 """The route index finds exactly the routes a scan of every route would, in declaration order.
 
 ``compiled.RouteIndex`` files routes by segment count and literal leading segments
-(docs/design/030, "Trial cost, round two"); this checks it against trying every route, for
+(docs/results/030-agent-loop-rounds.md, "Trial cost, round two"); this checks it against trying every route, for
 paths built from every route template of the bank worlds (parameters filled in, literals
 swapped for parameters' values, trailing slashes, other counts).
 """
