@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from apiflow.agent.ids import run_id_for, trial_seed
 from apiflow.agent.loop import TrialLimits
+from apiflow.agent.replay import replay_for
 from apiflow.agent.trial import run_trial
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.errors import UsageError
@@ -104,6 +105,8 @@ def run_trials(
     )
     table = load_price_table(prices)
 
+    replay = replay_for(names)  # world answers and grades shared by the call's trials, offline models only
+
     async def play() -> list[dict[str, Any]]:
         rows = []
         for name in names:
@@ -117,6 +120,7 @@ def run_trials(
                     record = await run_trial(
                         task, loaded.world_of(task), model, seed=seed, epoch=epoch, bank_name=loaded.name,
                         bank_hash=loaded.hash, run_id=run_id, limits=limits, model_slug=slug, config=config,
+                        replay=replay,
                     )  # fmt: skip
                     if price is not None:
                         record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, price)

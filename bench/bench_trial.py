@@ -10,10 +10,10 @@ tasks on ``bank/v1``), played in turn. Measures, in one process and one run:
   * tools     - world + workspace + toolbox set up, then the trial's recorded tool calls replayed
                 (no model, no loop, no record): the share of the world and tool engines;
   * ungraded  - ``run_trial`` with grading switched off: world + workspace + tools + loop + record;
-  * trial     - ``run_trial`` as the CLI and grid run it (graded);
-  * cold      - ``trial`` with the transition memo emptied before each trial (``apiflow.world.transitions``):
-                the world works out every answer, as in the first trial of a (task, epoch); ``trial``
-                is every later one, whose requests the memo answers when an earlier trial sent them;
+  * trial     - ``run_trial`` as an offline run plays it (graded, one run's ``Replay`` shared by the
+                trials: every trial after the first of a (task, epoch) is answered and graded from it);
+  * cold      - ``trial`` without replay: the world works out every answer and the grader grades, as
+                for a new trial (and for every provider, plug-in or external model's trial);
   * sync      - ``run_trial_sync`` (adds one private event loop per trial).
 Reports CPU (process_time) and wall (perf_counter) per trial and per tool call, and ratios to the
 floor (the baseline measured in the same run). Target (issue 11 §1): <= 0.6 ms CPU per graded trial.
@@ -26,7 +26,7 @@ tasks), trial i being (task i mod 17, sim i mod 19), so the 323 trials of the de
 every pair once and a shorter ``--trials`` still spreads over tasks and sims. Each trial is what a
 grid actor does: ``make_model`` + graded ``run_trial`` + the record's JSON; variants ``model``
 (``make_model`` alone), ``ungraded``, ``trial`` (graded), ``stored`` (``trial`` + ``json_bytes``) and
-``cold`` (``stored`` with the transition memo emptied before each trial). In the sample, as in a grid,
+``cold`` (``stored`` without replay: a new trial). In the sample, as in a grid,
 the 19 sims of a (task, epoch) share its worlds, so ``stored`` replays what an earlier sim sent.
 Reports CPU per trial and per tool call (the sample's mean tool calls); ``--calls`` gives the
 deterministic function calls per trial of each.
@@ -50,7 +50,7 @@ from trialkit import ROUNDS, V1_BANK, time_once, trial_kwargs
 from apiflow.agent import run_trial, run_trial_sync, trial_seed
 from apiflow.agent import trial as trial_module
 from apiflow.agent.heap import settle_loaded
-from apiflow.agent.trial import TRANSITIONS
+from apiflow.agent.replay import Replay
 from apiflow.bank import Bank, load_bank
 from apiflow.bank.task import Task
 from apiflow.models import make_model
@@ -115,13 +115,15 @@ def _floor_inputs(task: Task) -> tuple[list[ModelOutput], dict[str, str]]:
 def _tools_batch(
     bank: Bank, tasks: list[Task], recorded: list[list[tuple[str, Any]]]
 ) -> Callable[[int], None]:
-    """Set up a fresh world + workspace + toolbox per trial and replay the recorded calls."""
+    """Set up a fresh world + workspace + toolbox per trial and replay the recorded calls (world
+    answers shared by one run's ``Replay``, as the ``trial`` variant's are)."""
     worlds = [bank.world_of(task) for task in tasks]
+    replay = Replay()
 
     def batch(n: int) -> None:
         for i in range(n):
             k = i % len(tasks)
-            trial = trial_module._Trial(tasks[k], worlds[k], 0, 1)  # same seed as the recording: same refs
+            trial = trial_module._Trial(tasks[k], worlds[k], 0, 1, replay)  # the recording's seed: same refs
             trial.setup()
             for name, arguments in recorded[k]:
                 trial.toolbox.call(name, arguments)
@@ -150,16 +152,18 @@ def measure(
     """Timings of each variant for ``n`` trials (the tasks in turn)."""
     worlds = [bank.world_of(task) for task in tasks]
 
-    def graded(i: int) -> Awaitable[Any]:
+    shared = Replay()
+
+    def graded(i: int, replay: Replay | None = shared) -> Awaitable[Any]:
         task = tasks[i % len(tasks)]
         model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-        return run_trial(task, worlds[i % len(tasks)], model, **trial_kwargs(bank, task, 1))
+        return run_trial(task, worlds[i % len(tasks)], model, **trial_kwargs(bank, task, 1), replay=replay)
 
     def sync_batch(n: int) -> None:
         for i in range(n):
             task = tasks[i % len(tasks)]
             model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-            run_trial_sync(task, worlds[i % len(tasks)], model, **trial_kwargs(bank, task, 1))
+            run_trial_sync(task, worlds[i % len(tasks)], model, **trial_kwargs(bank, task, 1), replay=shared)
 
     floors = [_floor_inputs(task) for task in tasks]
     trial_batch = _async_batch(graded)
@@ -169,8 +173,7 @@ def measure(
             trial_batch(n)
 
     def cold(i: int) -> Awaitable[Any]:
-        TRANSITIONS.clear()  # the world works out every answer, as in a (task, epoch)'s first trial
-        return graded(i)
+        return graded(i, None)  # the world works out every answer and the grader grades: a new trial
 
     variants: dict[str, Callable[[int], None]] = {
         "floor": _async_batch(lambda i: _floor_trial(*floors[i % len(floors)])),
@@ -225,8 +228,8 @@ def report(tasks: list[Task], tool_calls: int, model_calls: int, n: int, timings
     )
     cold = timings["cold"][0] / n * 1e3
     print(
-        f"cold trial (transition memo empty: the world answers every request): {cold:.3f} ms CPU vs target "
-        f"{TARGET_MS} ms -> {'OK' if cold <= TARGET_MS else 'OVER'}; memo saves {1 - graded / cold:.0%}"
+        f"cold trial (no replay: the world answers every request, the grader grades): {cold:.3f} ms CPU vs target "
+        f"{TARGET_MS} ms -> {'OK' if cold <= TARGET_MS else 'OVER'}; replay saves {1 - graded / cold:.0%}"
     )
     # Differences of best rounds: less sensitive to other processes' load than medians.
     t, u, g = (timings[k][1] / n * 1e3 for k in ("tools", "ungraded", "trial"))
@@ -258,10 +261,12 @@ def count_calls(bank: Bank, tasks: list[Task], n: int, recorded: list[list[tuple
     """
     worlds = [bank.world_of(task) for task in tasks]
 
-    def graded(i: int) -> Awaitable[Any]:
+    shared = Replay()
+
+    def graded(i: int, replay: Replay | None = shared) -> Awaitable[Any]:
         task = tasks[i % len(tasks)]
         model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-        return run_trial(task, worlds[i % len(tasks)], model, **trial_kwargs(bank, task, 1))
+        return run_trial(task, worlds[i % len(tasks)], model, **trial_kwargs(bank, task, 1), replay=replay)
 
     for name, batch in (("tools", _tools_batch(bank, tasks, recorded)), ("trial", _async_batch(graded))):
         batch(min(n, 20))

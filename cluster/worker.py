@@ -20,8 +20,8 @@ from typing import Any
 import ray
 
 from apiflow.agent import run_trial, trial_seed
-from apiflow.agent import trial as agent_trial
 from apiflow.agent.heap import settle_loaded
+from apiflow.agent.replay import replay_for
 from apiflow.bank import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import GenerateConfig, make_model, model_prices, uses_litellm
@@ -121,6 +121,8 @@ class TrialRunner:
         self.remote_store = not self.store.local
         self.slots = asyncio.Semaphore(spec.concurrency.trials_per_actor)
         self.cpu = BatchCpu()
+        # One per actor for the run: shared by the trials this actor plays, offline grids only.
+        self.replay = replay_for(m.model for m in spec.models)
 
     def _model(self, grid_model: GridModel, index: int, planned: PlannedTrial) -> Any:
         task = self.bank.task(planned.task_id)
@@ -169,6 +171,7 @@ class TrialRunner:
                 model_slug=grid_model.slug,
                 config=GenerateConfig(grid_model.temperature, grid_model.max_tokens, dict(grid_model.extra)),
                 trial_id=planned.trial_id,  # the planner's id is the storage key (it also covers params)
+                replay=self.replay,
             )
         block = record.apiflow
         block.cost_usd = cost_usd(block.tokens, self.model_prices[planned.model_index])
@@ -400,8 +403,5 @@ class TrialWorker:
             "gc_count": list(self.gc.count),
             "gc_longest_s": self.gc.longest_s,
             "thread_cpu_s": thread_cpu_s(threading.get_native_id()),  # stats runs on the loop
-            # Through the module: Ray ships this class by value, and a global object named here
-            # would travel as a copy, not the memo the trials use.
-            "transitions": agent_trial.TRANSITIONS.stats(),
-            "grades": agent_trial.GRADES.stats(),
+            **(self.runner.replay.stats() if self.runner.replay is not None else {}),
         }

@@ -22,20 +22,6 @@ def unfrozen_heap() -> Iterator[None]:
     gc.set_threshold(*threshold)
 
 
-@pytest.fixture(autouse=True)
-def fresh_transitions() -> Iterator[None]:
-    """Trials share world answers and grades through process-wide memos (apiflow.world.transitions,
-    apiflow.agent.grades); each test starts with them empty, so what a test sees never depends on
-    which tests ran before it."""
-    from apiflow.agent.trial import GRADES, TRANSITIONS
-
-    TRANSITIONS.clear()
-    GRADES.clear()
-    yield
-    TRANSITIONS.clear()
-    GRADES.clear()
-
-
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Iterator[str]:
     """A real moto S3 server on 127.0.0.1 for one test module, with dummy credentials.

@@ -5,7 +5,8 @@ Why it is exact. A grade is a pure function of the graded spec, the evidence and
 (``apiflow.grading.grade``), and a live trial's evidence is a pure function of its workspace and its
 messages (``evidence_from_workspace``). The workspace, in turn, is a pure function of the trial's
 setup (the task, the world and the world, workspace and canary seeds) and of the ``(name,
-arguments)`` of every call its toolbox ran, in order (``Toolbox.calls``): the world answers a request
+arguments)`` of every call its toolbox ran, in order (``Toolbox.calls``, encoded when each ran:
+``Toolbox.snapshots``): the world answers a request
 by its history alone (docs/design/001), the workspace draws ids from its own seeded generator, and the
 tools read no clock and never change the arguments they are handed. So two trials with the same
 setup, the same calls and the same messages have equal evidence, and equal grades.
@@ -23,9 +24,10 @@ data has no such pickle and is graded, not looked up.
 What is shared. Nothing mutable: a hit is the first trial's ``Grade`` with a fresh ``verifier``
 (unpickled from the exact bytes taken when it was graded), the one field the record keeps.
 
-In a grid, the trials of one (task, epoch) share every seed; 79 % of the calibrated sims' trials
-repeat an earlier transcript there (docs/results/030-agent-loop-rounds.md, "Round seven"). Bounded: the entries least
-recently used leave first.
+In a grid, the trials of one (task, epoch) share every seed, and the calibrated sims' trials often
+repeat an earlier transcript there (docs/results/030-agent-loop-rounds.md, "Round seven"). Bounded:
+the entries least recently used leave first. One memo serves one run of built-in offline models
+(``apiflow.agent.replay``), whose calls the toolbox encodes as they run (``Toolbox.snapshots``).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from apiflow.agent.ids import agent_version, derived_seed, trial_id_for
 from apiflow.agent.intake import TURN_BOUNDS
 from apiflow.agent.loop import LoopOutcome, TrialLimits, harness_error_text, run_loop
 from apiflow.agent.prompts import initial_messages
+from apiflow.agent.replay import Replay
 from apiflow.bank.task import Task
 from apiflow.grading import Evidence, Grade, evidence_from_workspace, grade
 from apiflow.models.base import GenerateConfig, ModelClient
@@ -34,7 +35,6 @@ from apiflow.results.record import (
 from apiflow.tools import Toolbox, Workspace, tool_schema_hash, tool_schemas
 from apiflow.tools.limits import TOOL_BOUNDS
 from apiflow.world import WorldDef, WorldSession
-from apiflow.world.transitions import TransitionMemo
 
 GRADING_RULES = "apiflow-1.1"
 """The rule set live trials are graded with: ``published-1.0`` plus the grader-exploit audit's fixes
@@ -43,13 +43,6 @@ GRADING_RULES = "apiflow-1.1"
 logger = logging.getLogger(__name__)
 
 _SCHEMAS = tool_schemas()  # what every model is offered; read-only here
-
-TRANSITIONS = TransitionMemo()
-"""World answers shared by this process's trials (bounded; ``TRANSITIONS.clear()`` empties it)."""
-
-GRADES = GradeMemo()
-"""Grades shared by this process's trials that played alike (bounded; ``GRADES.clear()`` empties it)."""
-
 
 def _published_tokens(outcome: LoopOutcome) -> Tokens:
     """The published block: ``cache`` = cache reads, ``total = input + output + cache``."""
@@ -61,8 +54,9 @@ def _published_tokens(outcome: LoopOutcome) -> Tokens:
 class _Trial:
     """Holds one trial's parts so setup, loop and grading each stay small."""
 
-    def __init__(self, task: Task, world: WorldDef, seed: int, epoch: int) -> None:
+    def __init__(self, task: Task, world: WorldDef, seed: int, epoch: int, replay: Replay | None) -> None:
         self.task, self.world, self.seed, self.epoch = task, world, seed, epoch
+        self.replay = replay
         self.messages: list[dict[str, Any]] = initial_messages(task)
         self.workspace: Workspace | None = None
         self.toolbox: Toolbox | None = None
@@ -83,12 +77,15 @@ class _Trial:
         canary_seed = derived_seed("canary", self.seed, self.task.id, self.epoch)
         codec, self.graded_task = trial_salting(self.task, literals, canary_seed)
         self.seeds = (world_seed, workspace_seed, canary_seed)
-        # The trials of one (task, epoch) share these seeds whatever the model: what one of them
-        # sent, another gets answered from the memo (apiflow.world.transitions).
-        root = TRANSITIONS.root(
-            (id(self.task), id(self.world), world_seed, canary_seed), (self.task, self.world)
-        )
-        self.toolbox = Toolbox(self.workspace, TRANSITIONS.send(session, codec.wrap(session.send), root))
+        send = codec.wrap(session.send)
+        if self.replay is not None:
+            # The trials of one (task, epoch) share these seeds whatever the model: what one of them
+            # sent, another of the run gets answered from the memo (apiflow.world.transitions).
+            memo = self.replay.transitions
+            root = memo.root((id(self.task), id(self.world), world_seed, canary_seed), (self.task, self.world))
+            send = memo.send(session, send, root)
+        # With replay, the toolbox keeps its own encoding of each call as it runs: the grade key.
+        self.toolbox = Toolbox(self.workspace, send, snapshot_calls=self.replay is not None)
         return self.toolbox
 
     def evidence(self) -> Evidence:
@@ -98,17 +95,21 @@ class _Trial:
     def grade(self) -> Grade | None:
         t = self.graded_task
         assert self.toolbox is not None, "setup() runs first"
+        if self.replay is None:
+            return grade(t.predicates, t.checkpoints, t.constraints, self.evidence(), rules=GRADING_RULES)
+        memo, calls = self.replay.grades, self.toolbox.snapshots
         # The setup: the task, the spec salted for this trial (with its canary codec, one pair for
         # every trial of a task and canary seed: trial_salting), the world, the seeds; and the rules.
         held = (self.task, t, self.world)
-        key = GradeMemo.key(held, (*self.seeds, GRADING_RULES), (self.toolbox.calls, self.messages))
+        unkeyed = calls is None or None in calls  # a call held a value with no exact encoding
+        key = None if unkeyed else GradeMemo.key(held, (*self.seeds, GRADING_RULES), (calls, self.messages))
         if key is not None:
-            hit = GRADES.get(key)
+            hit = memo.get(key)
             if hit is not None:
                 return hit
         graded = grade(t.predicates, t.checkpoints, t.constraints, self.evidence(), rules=GRADING_RULES)
         if key is not None:
-            GRADES.put(key, held, graded)
+            memo.put(key, held, graded)
         return graded
 
 
@@ -128,6 +129,7 @@ async def trial_evidence(
     seed: int,
     epoch: int,
     limits: TrialLimits | None = None,
+    replay: Replay | None = None,
 ) -> PlayedTrial:
     """Play one trial exactly as ``run_trial`` does and return its evidence, ungraded.
 
@@ -136,7 +138,7 @@ async def trial_evidence(
     trial, so grading ``evidence`` against ``task`` (the spec in this trial's per-trial
     canary forms) under ``GRADING_RULES`` gives the verdict ``run_trial`` records.
     """
-    trial = _Trial(task, world, seed, epoch)
+    trial = _Trial(task, world, seed, epoch, replay)
     outcome = await run_loop(model, trial.setup(), _SCHEMAS, trial.messages, limits=limits or TrialLimits())
     await _end_trial(model, trial.messages)
     return PlayedTrial(outcome, trial.evidence(), trial.graded_task)
@@ -166,6 +168,7 @@ async def run_trial(
     model_slug: str,
     config: GenerateConfig | None = None,
     trial_id: str | None = None,
+    replay: Replay | None = None,
 ) -> TrialRecord:
     """Run one trial of ``task`` with ``model`` and return its graded record.
 
@@ -183,6 +186,8 @@ async def run_trial(
         config: Generation parameters (default temperature 1.0).
         trial_id: The id to record, when the caller already holds it (a grid's planner derives
             its own, over more than this call sees); by default ``trial_id_for`` these inputs.
+        replay: The run's shared world answers and grades (``apiflow.agent.replay``), or None to
+            work every answer and grade out afresh; the record is the same either way.
 
     Returns:
         The record; identical across runs with the same inputs apart from ``duration_s`` and
@@ -191,7 +196,7 @@ async def run_trial(
     limits = limits or TrialLimits()
     created = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
-    trial = _Trial(task, world, seed, epoch)
+    trial = _Trial(task, world, seed, epoch, replay)
     outcome = LoopOutcome()
     graded: Grade | None = None
     schema_hash = ""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiflow.agent.ids import trial_seed
+from apiflow.agent.replay import Replay
 from apiflow.agent.trial import GRADING_RULES, PlayedTrial, trial_evidence
 from apiflow.bank.loader import Bank
 from apiflow.bank.task import Task
@@ -152,10 +153,12 @@ class _Player:
     def __init__(self, bank: Bank, seed: int) -> None:
         self.bank, self.seed = bank, seed
         self.loop = asyncio.new_event_loop()
+        self.replay = Replay()  # every model an audit plays is a built-in scripted one
 
     def play(self, task: Task, model: ScriptedModel, epoch: int) -> PlayedTrial:
         world = self.bank.worlds[task.world]
-        return self.loop.run_until_complete(trial_evidence(task, world, model, seed=self.seed, epoch=epoch))
+        played = trial_evidence(task, world, model, seed=self.seed, epoch=epoch, replay=self.replay)
+        return self.loop.run_until_complete(played)
 
     def recording(self, task: Task) -> tuple[dict[int, str], dict[str, str]]:
         """What a transcript of an oracle trial of epoch 1 shows: its response refs (by golden

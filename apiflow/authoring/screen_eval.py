@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from apiflow.agent import run_trial
 from apiflow.agent.ids import trial_seed
+from apiflow.agent.replay import Replay, pool_worker_replay, replay_for, start_pool_worker
 from apiflow.analysis.screen import cells_at_most
 from apiflow.analysis.trials import trials_from_table
 from apiflow.authoring.generate.plant import read_side_file
@@ -105,7 +106,9 @@ def guess_rng(model: str, task_id: str, tseed: int) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def play_model(bank_path: str, model: str, epochs: int, seed: int) -> list[dict[str, Any]]:
+def play_model(
+    bank_path: str, model: str, epochs: int, seed: int, replay: Replay | None = None
+) -> list[dict[str, Any]]:
     """Every chain of the bank x ``epochs`` trials of ``model`` through the grounded view: one row per trial."""
     bank = _bank(bank_path)
     chains = [t for t in bank.tasks.values() if t.kind == "chain"]
@@ -128,6 +131,7 @@ def play_model(bank_path: str, model: str, epochs: int, seed: int) -> list[dict[
                     bank_hash=bank.hash,
                     run_id=f"screen-eval-{bank.hash[:12]}",
                     model_slug=slug,
+                    replay=replay,
                 )
                 harness = record.is_harness_outcome
                 rows.append(
@@ -224,12 +228,18 @@ def build_split(seed: int, root: Path, worlds: int | None, per_world: int) -> tu
 def _play_all(units: list[tuple[int, str, str]], epochs: int, jobs: int) -> Iterator[list[dict[str, Any]]]:
     """Rows of every (seed, bank, model) unit, in order; ``jobs`` > 1 plays units in worker processes
     (trials are CPU-bound Python, so processes, not threads)."""
+    models = tuple(dict.fromkeys(model for _, _, model in units))
     if jobs == 1:
-        yield from (play_model(path, model, epochs, seed) for seed, path, model in units)
+        replay = replay_for(models)
+        yield from (play_model(path, model, epochs, seed, replay) for seed, path, model in units)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(play_model, path, model, epochs, seed) for seed, path, model in units]
+    with ProcessPoolExecutor(max_workers=jobs, initializer=start_pool_worker, initargs=(models,)) as pool:
+        futures = [pool.submit(_play_model_in_pool, path, model, epochs, seed) for seed, path, model in units]
         yield from (f.result() for f in futures)
+
+
+def _play_model_in_pool(bank_path: str, model: str, epochs: int, seed: int) -> list[dict[str, Any]]:
+    return play_model(bank_path, model, epochs, seed, pool_worker_replay())
 
 
 def _worlds(bank: Bank) -> int | None:

@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from apiflow.agent.replay import Replay, pool_worker_replay, replay_for, start_pool_worker
 from apiflow.bank.loader import load_bank
 from apiflow.errors import UsageError
 
@@ -115,15 +116,21 @@ def trial_file(out: Path, bank_path: Path, model: str, epoch: int, seed: int) ->
     return out / "trials" / f"{name}-{digest[:12]}-r{seed}" / f"{label(model)}-e{epoch}.parquet"
 
 
-def play_unit(bank_path: str, model: str, epoch: int, seed: int, path: str) -> int:
+def play_unit(
+    bank_path: str, model: str, epoch: int, seed: int, path: str, replay: Replay | None = None
+) -> int:
     """Play one epoch of one model on one bank; write its rows atomically (a kill leaves no half file)."""
     from apiflow.panel.play import SCHEMA, play_epoch
 
-    rows = play_epoch(bank_path, model, epoch, seed)
+    rows = play_epoch(bank_path, model, epoch, seed, replay)
     tmp = Path(path).with_suffix(f".tmp{os.getpid()}")
     pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp)
     tmp.replace(path)
     return len(rows)
+
+
+def _play_unit_in_pool(bank_path: str, model: str, epoch: int, seed: int, path: str) -> int:
+    return play_unit(bank_path, model, epoch, seed, path, pool_worker_replay())
 
 
 def _play(units: list[tuple[Path, str, int, Path]], seed: int, jobs: int) -> None:
@@ -139,12 +146,14 @@ def _play(units: list[tuple[Path, str, int, Path]], seed: int, jobs: int) -> Non
     def done(a: tuple, n: int) -> None:
         say(f"{Path(a[4]).parent.name}/{Path(a[4]).stem}: {n} trials ({time.monotonic() - start:.0f} s)")
 
+    models = tuple(dict.fromkeys(a[1] for a in args))
     if jobs <= 1:
+        replay = replay_for(models)
         for a in args:
-            done(a, play_unit(*a))
+            done(a, play_unit(*a, replay=replay))
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(play_unit, *a) for a in args]
+    with ProcessPoolExecutor(max_workers=jobs, initializer=start_pool_worker, initargs=(models,)) as pool:
+        futures = [pool.submit(_play_unit_in_pool, *a) for a in args]
         for a, future in zip(args, futures, strict=True):
             done(a, future.result())
 

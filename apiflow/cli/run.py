@@ -11,6 +11,7 @@ from typing import Any
 from apiflow.agent.heap import settle_loaded
 from apiflow.agent.ids import run_id_for, trial_seed
 from apiflow.agent.loop import TrialLimits
+from apiflow.agent.replay import replay_for
 from apiflow.agent.trial import run_trial
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import Task
@@ -140,6 +141,7 @@ def _run(args: argparse.Namespace) -> int:
         max_seconds=args.max_seconds,
     )
     run_id = run_id_for(bank.hash, slug, [t.id for t in tasks], args.epochs, args.seed)
+    replay = replay_for([args.model])
 
     async def run_all() -> int:
         # One event loop for the whole run: a fresh loop per trial would cost more than the trial.
@@ -158,6 +160,7 @@ def _run(args: argparse.Namespace) -> int:
                     run_id=run_id,
                     limits=limits,
                     model_slug=slug,
+                    replay=replay,
                 )
                 if prices is not None:
                     record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, prices)

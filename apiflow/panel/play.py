@@ -20,6 +20,7 @@ import pyarrow as pa
 from apiflow.agent import run_trial
 from apiflow.agent.heap import settle_loaded
 from apiflow.agent.ids import trial_seed
+from apiflow.agent.replay import Replay, pool_worker_replay, replay_for, start_pool_worker
 from apiflow.bank.loader import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models.calibrated import CALIBRATED_PANEL
@@ -49,9 +50,11 @@ def bank_at(path: str) -> Bank:
     return bank
 
 
-def play_epoch(bank_path: str, model: str, epoch: int, seed: int = 0) -> list[dict[str, Any]]:
+def play_epoch(
+    bank_path: str, model: str, epoch: int, seed: int = 0, replay: Replay | None = None
+) -> list[dict[str, Any]]:
     """Every task of the bank, one trial of one offline model in epoch ``epoch``: one row per trial
-    (the unit the stability runs play and resume)."""
+    (the unit the stability runs play and resume); ``replay``: the run's, shared by its trials."""
     bank = bank_at(bank_path)
     slug, name = model_slug(model), label(model)
 
@@ -68,6 +71,7 @@ def play_epoch(bank_path: str, model: str, epoch: int, seed: int = 0) -> list[di
                 bank_hash=bank.hash,
                 run_id=f"panel-check-{bank.hash[:12]}",
                 model_slug=slug,
+                replay=replay,
             )
             row = record_to_row(record)
             rows.append({**{c: row[c] for c in COLUMNS}, "model": name})
@@ -76,9 +80,15 @@ def play_epoch(bank_path: str, model: str, epoch: int, seed: int = 0) -> list[di
     return asyncio.run(run_all())
 
 
-def play_model(bank_path: str, model: str, epochs: int, seed: int = 0) -> list[dict[str, Any]]:
+def play_model(
+    bank_path: str, model: str, epochs: int, seed: int = 0, replay: Replay | None = None
+) -> list[dict[str, Any]]:
     """Every task of the bank x ``epochs`` trials of one offline model, epoch by epoch."""
-    return [row for epoch in range(1, epochs + 1) for row in play_epoch(bank_path, model, epoch, seed)]
+    return [row for epoch in range(1, epochs + 1) for row in play_epoch(bank_path, model, epoch, seed, replay)]
+
+
+def _play_model_in_pool(bank_path: str, model: str, epochs: int, seed: int) -> list[dict[str, Any]]:
+    return play_model(bank_path, model, epochs, seed, pool_worker_replay())
 
 
 def play_panel(
@@ -112,11 +122,14 @@ def play_panel(
             log(f"{label(model)}: {len(rows)} trials ({time.monotonic() - start:.0f} s)")
 
     if jobs <= 1:
+        replay = replay_for(models)
         for model in models:
-            done(model, play_model(str(bank_path), model, epochs, seed))
+            done(model, play_model(str(bank_path), model, epochs, seed, replay))
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(play_model, str(bank_path), m, epochs, seed) for m in models]
+        with ProcessPoolExecutor(
+            max_workers=jobs, initializer=start_pool_worker, initargs=(tuple(models),)
+        ) as pool:
+            futures = [pool.submit(_play_model_in_pool, str(bank_path), m, epochs, seed) for m in models]
             for model, future in zip(models, futures, strict=True):
                 done(model, future.result())
     return pa.Table.from_pylist([r for rows in parts for r in rows], schema=SCHEMA)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from apiflow.exact import exact_bytes
 from apiflow.tools.arguments import QuickCheck, decode_arguments, quick_check, validate_arguments
 from apiflow.tools.contract import TERMINATING_TOOLS, TOOL_FUNCTIONS, ToolContext
 from apiflow.tools.execute import Send
@@ -48,7 +49,7 @@ class Toolbox:
         send: The world's transport (``WorldSession.send``).
     """
 
-    def __init__(self, workspace: Workspace, send: Send) -> None:
+    def __init__(self, workspace: Workspace, send: Send, *, snapshot_calls: bool = False) -> None:
         self.workspace = workspace
         self._context = ToolContext(workspace=workspace, send=send)
         self.calls: list[tuple[Any, Any]] = []
@@ -57,6 +58,10 @@ class Toolbox:
         tools read no clock, no global random and never change the arguments they are given
         (tests/fuzz/test_evidence_fuzz.py), which is what lets a trial's grade be looked up
         (apiflow.agent.grades)."""
+        self.snapshots: list[bytes | None] | None = [] if snapshot_calls else None
+        """With ``snapshot_calls``: the exact encoding (``apiflow.exact``) of each ``(name, arguments)``,
+        taken when the call runs, so nothing done to the arguments afterwards changes what a grade is
+        keyed by; None for a call holding a value with no exact encoding."""
 
     def call(self, name: str, arguments: dict[str, Any] | str, scanned: Scan | None = None) -> ToolResult:
         """Run one tool call and return its result in the published shape.
@@ -70,6 +75,8 @@ class Toolbox:
                 is exactly the scan this call would make, and the walk is not done twice.
         """
         self.calls.append((name, arguments))
+        if self.snapshots is not None:
+            self.snapshots.append(exact_bytes((name, arguments)))
         function = _FUNCTIONS.get(name) if type(name) is str or isinstance(name, str) else None
         if function is None:
             return ToolResult.failed("parsing", f"Tool {preview(name, 200)} not found")

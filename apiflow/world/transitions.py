@@ -16,7 +16,8 @@ every trial) and state dicts (persistent: an update copies along its path, and d
 mutates state). A request that cannot be keyed exactly, or a send that raises, takes the trial
 off the trie for the rest of its requests: from there on it is served by the world alone.
 
-The memo is bounded by edges in all; when full, the root used least recently leaves whole.
+The memo is bounded by edges in all; when full, the root used least recently leaves whole. One
+memo serves one run of built-in offline models (``apiflow.agent.replay``).
 """
 
 from __future__ import annotations

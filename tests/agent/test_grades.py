@@ -14,6 +14,7 @@ import pytest
 from apiflow.agent import run_trial_sync, trial_seed
 from apiflow.agent import trial as agent_trial
 from apiflow.agent.grades import GradeMemo
+from apiflow.agent.replay import Replay
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.exact import exact_bytes, exact_digest
 from apiflow.models import OFFLINE_MODELS, make_model
@@ -29,6 +30,12 @@ def bank() -> Bank:
     return load_bank(DEFAULT_BANK)
 
 
+@pytest.fixture
+def replay() -> Replay:
+    """One run's replay, fresh for each test."""
+    return Replay()
+
+
 def _exactly(record: TrialRecord) -> tuple[dict[str, Any], str]:
     """The record without its wall-time fields, and the verifier with its types (``repr`` tells
     ``1`` from ``1.0`` and ``True``, a list from a tuple; the JSON does not)."""
@@ -37,22 +44,17 @@ def _exactly(record: TrialRecord) -> tuple[dict[str, Any], str]:
 
 def test_replayed_grades_change_no_record(bank: Bank) -> None:
     """Every offline model, adversary and calibrated sim on every sample task, two epochs: graded
-    afresh (both memos emptied before each trial) and with the memos shared, the records are the same,
+    afresh (no replay) and with one run's replay shared, the records are the same,
     and most of the shared run's grades were replayed (the sims play alike)."""
     models = (*OFFLINE_MODELS, *ADVERSARY_MODELS, *calibrated_panel())
     plays = [(t, m, e) for e in (1, 2) for t in sorted(bank.tasks) for m in models]
-    alone = []
-    for task_id, model_name, epoch in plays:
-        agent_trial.TRANSITIONS.clear()
-        agent_trial.GRADES.clear()
-        alone.append(_exactly(_trial(bank, task_id, model_name, epoch=epoch)))
-    assert agent_trial.GRADES.hits == 0
-    agent_trial.TRANSITIONS.clear()
-    agent_trial.GRADES.clear()
+    alone = [_exactly(_trial(bank, task_id, model_name, epoch=epoch)) for task_id, model_name, epoch in plays]
+    replay = Replay()
     shared = [
-        _exactly(_trial(bank, task_id, model_name, epoch=epoch)) for task_id, model_name, epoch in plays
+        _exactly(_trial(bank, task_id, model_name, epoch=epoch, replay=replay))
+        for task_id, model_name, epoch in plays
     ]
-    memo = agent_trial.GRADES
+    memo = replay.grades
     assert memo.hits + memo.misses == len(plays)
     assert memo.hits > len(plays) // 2, memo.stats()
     assert shared == alone
@@ -60,31 +62,31 @@ def test_replayed_grades_change_no_record(bank: Bank) -> None:
     assert passed.count(True) and passed.count(False)  # both verdicts were replayed and compared
 
 
-def test_a_hit_gets_a_verifier_of_its_own(bank: Bank) -> None:
-    first = _trial(bank, "sample-w01-chain-1to07")
-    second = _trial(bank, "sample-w01-chain-1to07")
-    assert agent_trial.GRADES.stats() == {"hits": 1, "misses": 1, "entries": 1}
+def test_a_hit_gets_a_verifier_of_its_own(bank: Bank, replay: Replay) -> None:
+    first = _trial(bank, "sample-w01-chain-1to07", replay=replay)
+    second = _trial(bank, "sample-w01-chain-1to07", replay=replay)
+    assert replay.grades.stats() == {"hits": 1, "misses": 1, "entries": 1}
     assert second.verifier == first.verifier
     assert second.verifier is not None and first.verifier is not None
     second.verifier["metadata"]["predicates"].clear()  # a caller changing its record's verifier ...
     second.verifier["value"] = "C" if second.verifier["value"] == "I" else "I"
-    third = _trial(bank, "sample-w01-chain-1to07")
+    third = _trial(bank, "sample-w01-chain-1to07", replay=replay)
     assert third.verifier == first.verifier  # ... changes no later record
-    assert agent_trial.GRADES.hits == 2
+    assert replay.grades.hits == 2
 
 
-def test_another_epoch_or_seed_is_graded_afresh(bank: Bank) -> None:
-    _trial(bank, "sample-w01-chain-1to07", epoch=1)
-    _trial(bank, "sample-w01-chain-1to07", epoch=2)
-    _trial(bank, "sample-w01-chain-1to07", epoch=1, seed=8)
-    assert agent_trial.GRADES.stats() == {"hits": 0, "misses": 3, "entries": 3}
+def test_another_epoch_or_seed_is_graded_afresh(bank: Bank, replay: Replay) -> None:
+    _trial(bank, "sample-w01-chain-1to07", epoch=1, replay=replay)
+    _trial(bank, "sample-w01-chain-1to07", epoch=2, replay=replay)
+    _trial(bank, "sample-w01-chain-1to07", epoch=1, seed=8, replay=replay)
+    assert replay.grades.stats() == {"hits": 0, "misses": 3, "entries": 3}
 
 
-def test_another_rule_set_is_graded_afresh(bank: Bank, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = _trial(bank, "sample-w01-chain-1to07")
+def test_another_rule_set_is_graded_afresh(bank: Bank, replay: Replay, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _trial(bank, "sample-w01-chain-1to07", replay=replay)
     monkeypatch.setattr(agent_trial, "GRADING_RULES", "published-1.0")
-    second = _trial(bank, "sample-w01-chain-1to07")
-    assert agent_trial.GRADES.hits == 0
+    second = _trial(bank, "sample-w01-chain-1to07", replay=replay)
+    assert replay.grades.hits == 0
     assert first.verifier is not None and second.verifier is not None
     assert (first.verifier["metadata"]["rules"], second.verifier["metadata"]["rules"]) == (
         "apiflow-1.1",
@@ -92,11 +94,11 @@ def test_another_rule_set_is_graded_afresh(bank: Bank, monkeypatch: pytest.Monke
     )
 
 
-def test_a_reloaded_bank_is_graded_afresh(bank: Bank) -> None:
+def test_a_reloaded_bank_is_graded_afresh(bank: Bank, replay: Replay) -> None:
     """The setup is compared by identity: equal tasks and worlds of another load are other objects."""
-    _trial(bank, "sample-w01-chain-1to07")
-    _trial(load_bank(DEFAULT_BANK), "sample-w01-chain-1to07")
-    assert agent_trial.GRADES.hits == 0
+    _trial(bank, "sample-w01-chain-1to07", replay=replay)
+    _trial(load_bank(DEFAULT_BANK), "sample-w01-chain-1to07", replay=replay)
+    assert replay.grades.hits == 0
 
 
 _HELD = (object(), object())
@@ -155,7 +157,7 @@ def test_exact_bytes_round_trip_with_their_types() -> None:
     assert encoded is not None and repr(pickle.loads(encoded)) == repr(value)
 
 
-def test_an_unkeyed_trial_is_graded_not_looked_up(bank: Bank) -> None:
+def test_an_unkeyed_trial_is_graded_not_looked_up(bank: Bank, replay: Replay) -> None:
     """A model whose text is a ``str`` subclass (a provider adapter's own type) still gets its grade."""
     from apiflow.models.base import ModelOutput
 
@@ -166,8 +168,8 @@ def test_an_unkeyed_trial_is_graded_not_looked_up(bank: Bank) -> None:
             return ModelOutput(text=_Str("done"))
 
     task = bank.task("sample-w01-chain-1to07")
-    record = _trial(bank, task.id, model=Odd())
-    assert record.verdict == "I" and agent_trial.GRADES.stats() == {"hits": 0, "misses": 0, "entries": 0}
+    record = _trial(bank, task.id, model=Odd(), replay=replay)
+    assert record.verdict == "I" and replay.grades.stats() == {"hits": 0, "misses": 0, "entries": 0}
 
 
 def test_held_objects_live_as_long_as_their_entry() -> None:
@@ -208,7 +210,7 @@ def test_entries_are_bounded() -> None:
     assert hit is not None and hit.verifier == {"value": "C"} and hit.verifier is not grade.verifier
 
 
-def test_records_of_a_real_run_keep_their_wall_time_fields(bank: Bank) -> None:
+def test_records_of_a_real_run_keep_their_wall_time_fields(bank: Bank, replay: Replay) -> None:
     """A replayed grade takes nothing else from the first trial: the second record is its own."""
     task = bank.task("sample-w01-chain-1to07")
     records = [
@@ -222,10 +224,11 @@ def test_records_of_a_real_run_keep_their_wall_time_fields(bank: Bank) -> None:
             bank_hash=bank.hash,
             run_id=run_id,
             model_slug=slug,
+            replay=replay,
         )  # fmt: skip
         for run_id, slug in (("run-a", "slug-a"), ("run-b", "slug-b"))
     ]
-    assert agent_trial.GRADES.hits == 1
+    assert replay.grades.hits == 1
     assert [r.provenance.run_id for r in records] == ["run-a", "run-b"]
     assert [r.model for r in records] == ["slug-a", "slug-b"]
     assert records[0].apiflow.trial_id != records[1].apiflow.trial_id

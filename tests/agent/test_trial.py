@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from apiflow.agent import TrialLimits, run_trial_sync, trial_seed
+from apiflow.agent.replay import Replay
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.models import OFFLINE_MODELS, make_model
 from apiflow.models.adversarial import ADVERSARY_MODELS
@@ -29,6 +30,7 @@ def _trial(
     seed: int = 7,
     model: Any = None,
     limits: TrialLimits | None = None,
+    replay: Replay | None = None,
 ) -> TrialRecord:
     task = bank.task(task_id)
     model = model or make_model(model_name, task, trial_seed(seed, task_id, epoch))
@@ -43,6 +45,7 @@ def _trial(
         run_id="run-test",
         model_slug="slug",
         limits=limits,
+        replay=replay,
     )
 
 
@@ -156,15 +159,10 @@ def test_replayed_world_answers_change_no_record(bank: Bank) -> None:
     """Every offline model and adversary on every sample task: each trial answered partly from the
     transition memo (the models before it played the same worlds, down the same paths and off
     them) records exactly what it records with the memo empty."""
-    from apiflow.agent.trial import GRADES, TRANSITIONS
-
     plays = [(t, m) for t in sorted(bank.tasks) for m in (*OFFLINE_MODELS, *ADVERSARY_MODELS)]
-    alone = []
-    for task_id, model_name in plays:
-        TRANSITIONS.clear()
-        GRADES.clear()  # each trial graded afresh too (tests/agent/test_grades.py shares grades)
-        alone.append(_without_wall_time(_trial(bank, task_id, model_name)))
-    TRANSITIONS.clear()
-    shared = [_without_wall_time(_trial(bank, task_id, model_name)) for task_id, model_name in plays]
-    assert TRANSITIONS.hits > TRANSITIONS.misses  # the memo did answer most requests
+    alone = [_without_wall_time(_trial(bank, task_id, model_name)) for task_id, model_name in plays]
+    replay = Replay()
+    shared = [_without_wall_time(_trial(bank, t, m, replay=replay)) for t, m in plays]
+    memo = replay.transitions
+    assert memo.hits > memo.misses  # the memo did answer most requests
     assert shared == alone

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from apiflow.agent import trial as agent_trial
 from apiflow.agent.canaries import canary_literals, trial_salting
 from apiflow.agent.ids import derived_seed
+from apiflow.agent.replay import Replay
 from apiflow.grading import evidence_from_workspace
 from apiflow.world import WorldSession
 
@@ -52,10 +53,10 @@ def _calls(steps: list[Any], golden: list[tuple[str, Any]]) -> list[tuple[str, A
     return [copy.deepcopy(golden[s % len(golden)]) if isinstance(s, int) else s for s in steps]
 
 
-def _play(calls: list[tuple[str, Any]]) -> tuple[str, list[tuple[str, Any]], list[str]]:
+def _play(calls: list[tuple[str, Any]], replay: Replay) -> tuple[str, list[tuple[str, Any]], list[str]]:
     bank = sample_bank()
     task = bank.task(TASK)
-    trial = agent_trial._Trial(task, bank.world_of(task), 0, 1)
+    trial = agent_trial._Trial(task, bank.world_of(task), 0, 1, replay)
     toolbox = trial.setup()
     contents = []
     for name, arguments in calls:
@@ -72,9 +73,9 @@ def _play(calls: list[tuple[str, Any]]) -> tuple[str, list[tuple[str, Any]], lis
 def test_evidence_is_a_function_of_setup_and_calls(steps: list[Any], other: list[Any], shared: int) -> None:
     golden = _golden()
     calls = _calls(steps, golden)
-    agent_trial.TRANSITIONS.clear()
-    alone = _play(copy.deepcopy(calls))
+    replay = Replay()
+    alone = _play(copy.deepcopy(calls), replay)
     assert alone[1] == calls  # the toolbox's log is what it was handed, in order
-    _play(copy.deepcopy(calls[:shared]) + _calls(other, golden))  # fills the memo along a shared prefix
-    again = _play(copy.deepcopy(calls))
+    _play(copy.deepcopy(calls[:shared]) + _calls(other, golden), replay)  # fills the memo along a shared prefix
+    again = _play(copy.deepcopy(calls), replay)
     assert again[0] == alone[0] and again[2] == alone[2]

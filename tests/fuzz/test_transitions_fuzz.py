@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from apiflow.agent import trial as agent_trial
 from apiflow.agent.canaries import canary_literals, trial_salting
 from apiflow.agent.ids import derived_seed
+from apiflow.agent.replay import Replay
 from apiflow.world import WorldSession
 
 from .strategies import fuzz_settings, sample_bank
@@ -62,10 +63,10 @@ _VALUES = st.sampled_from([1, 1.0, True, "1", None, 0.0, -0.0, [], {}, "x" * 3])
 _STEP = st.tuples(st.integers(0, 10_000), st.integers(0, 6), _VALUES)  # how > 3: unperturbed
 
 
-def _play(steps: list[tuple[int, int, Any]], pool: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+def _play(steps: list[tuple[int, int, Any]], pool: list[dict[str, Any]], replay: Replay) -> list[tuple[Any, ...]]:
     bank = sample_bank()
     task = bank.task(TASK)
-    trial = agent_trial._Trial(task, bank.world_of(task), 0, 1)
+    trial = agent_trial._Trial(task, bank.world_of(task), 0, 1, replay)
     toolbox = trial.setup()
     results = []
     for index, how, value in steps:
@@ -98,13 +99,12 @@ def test_memo_answers_are_the_worlds(first: list[Any], second: list[Any], shared
         second = [*first[:shared], (first[shared][0], *twin), *second]
     else:
         second = [*first, *second]
-    memo = agent_trial.TRANSITIONS
-    memo.clear()
-    alone = _play(second, pool)
-    memo.clear()
-    _play(first, pool)
+    alone = _play(second, pool, Replay())
+    replay = Replay()
+    memo = replay.transitions
+    _play(first, pool, replay)
     hits = memo.hits
-    after_first = _play(second, pool)
+    after_first = _play(second, pool, replay)
     assert after_first == alone
     if shared:
         assert memo.hits > hits  # the shared prefix was answered from the memo

@@ -47,6 +47,7 @@ def test_the_result_is_dumps_of_the_whole(
 def test_a_replayed_response_is_shown_alike_to_every_trial() -> None:
     """``execute_request`` keeps the shown part on the response; a second trial's result differs only by its ref."""
     from apiflow.agent import trial as agent_trial
+    from apiflow.agent.replay import Replay
     from apiflow.bank import DEFAULT_BANK, load_bank
 
     bank = load_bank(DEFAULT_BANK)
@@ -54,13 +55,13 @@ def test_a_replayed_response_is_shown_alike_to_every_trial() -> None:
     request = next(
         c.arguments for s in task.golden for c in s.calls if c.name == "execute" and "request" in c.arguments
     )
-    results = []
+    results, replay = [], Replay()
     for _ in range(2):
-        trial = agent_trial._Trial(task, bank.world_of(task), 0, 1)
+        trial = agent_trial._Trial(task, bank.world_of(task), 0, 1, replay)
         toolbox = trial.setup()
         results.append(toolbox.call("execute", request).content)
         assert trial.workspace is not None
         response = trial.workspace.exchanges[-1].response
         assert response is not None and response.shown is not None
-    assert agent_trial.TRANSITIONS.hits >= 1  # the second trial was shown the first one's response object
+    assert replay.transitions.hits >= 1  # the second trial was shown the first one's response object
     assert results[0] == results[1]  # same seeds: same ref too
