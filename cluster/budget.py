@@ -18,8 +18,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import ray
-
 from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError
 from apiflow.results.prices import Prices, cost_usd
 
@@ -79,26 +77,6 @@ class Ledger:
         s = self.state
         return {"cap_usd": s.cap, "spent_usd": round(s.spent, 9), "reserved_usd": round(s.reserved, 9),
                 "in_flight": len(self._open), "calls": s.calls, "refused": s.refused, "closed": s.closed}  # fmt: skip
-
-
-@ray.remote(max_restarts=0)
-class BudgetLedger:
-    """The cluster-wide ledger actor (one per run)."""
-
-    def __init__(self, cap_usd: float, spent_usd: float = 0.0) -> None:
-        self.ledger = Ledger(cap_usd, spent_usd)
-
-    def reserve(self, worst_case_usd: float) -> int | None:
-        return self.ledger.reserve(worst_case_usd)
-
-    def settle(self, ticket: int, actual_usd: float) -> None:
-        self.ledger.settle(ticket, actual_usd)
-
-    def admit(self, next_call_usd: float) -> bool:
-        return self.ledger.admit(next_call_usd)
-
-    def summary(self) -> dict[str, Any]:
-        return self.ledger.summary()
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,11 @@ class Dispatcher:
         calls_per_actor: int,
         window: int,
         store: ResultStore | None = None,
+        *,
+        actor_lost: tuple[type[BaseException], ...],
     ) -> None:
         self.ray = ray
+        self.actor_lost = actor_lost  # what a call to a dead or unreachable actor raises
         self.store = store
         self.actors = actors
         self.spec = spec
@@ -98,8 +101,6 @@ class Dispatcher:
 
     def collect(self, queue: WorkQueue, timeout_s: float = 0.5) -> tuple[list[TrialOutcome], int]:
         """Outcomes of finished calls, and how many trials went back on the queue."""
-        from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
-
         refs = list(self.in_flight) + list(self.probes)
         if not refs:
             time.sleep(timeout_s)
@@ -117,7 +118,7 @@ class Dispatcher:
             self.per_actor[index] -= 1
             try:
                 outcomes.extend(self.ray.get(ref))
-            except (RayActorError, ActorDiedError, ActorUnavailableError):
+            except self.actor_lost:
                 self._lost(index)
                 found = self._committed(batch)
                 outcomes.extend(already_stored(p) for p in batch if p.trial_id in found)
@@ -145,12 +146,10 @@ class Dispatcher:
             self.probes[self.actors[index].ping.remote()] = index
 
     def _probed(self, ref: Any) -> None:
-        from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
-
         index = self.probes.pop(ref)
         try:
             self.ray.get(ref)
-        except (RayActorError, ActorDiedError, ActorUnavailableError):
+        except self.actor_lost:
             time.sleep(0.2)  # still restarting (or gone for good): ask again, never hot-loop
             self.probes[self.actors[index].ping.remote()] = index
             return

@@ -82,9 +82,7 @@ def _start_actors(
 ) -> tuple[list[Any], dict[str, Any], Any]:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from cluster.budget import BudgetLedger
-    from cluster.ratelimit import ProviderGate
-    from cluster.worker import TrialWorker
+    from cluster.actors import BudgetLedger, ProviderGate, TrialWorker
 
     # The ledger and the gates hold state no restart could recover: they live on the driver's own
     # node, so losing any other node cannot take them (and losing this one takes the driver too).
@@ -245,7 +243,10 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
     began = time.monotonic()
     calls = 2 if all(m.offline for m in spec.models) else spec.concurrency.trials_per_actor
     window = spec.concurrency.window or 2 * len(actors) * calls
-    dispatcher = Dispatcher(ray, actors, spec, calls, window, ResultStore(spec.out, spec.storage_options))
+    from cluster.actors import ACTOR_LOST
+
+    store = ResultStore(spec.out, spec.storage_options)
+    dispatcher = Dispatcher(ray, actors, spec, calls, window, store, actor_lost=ACTOR_LOST)
     for ref, index in pings.items():
         if ref not in ready:
             dispatcher.live[index] = False

@@ -8,12 +8,9 @@ the cluster under the provider's limit instead of each actor discovering it sepa
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any
-
-import ray
 
 
 @dataclass
@@ -89,39 +86,6 @@ class RateGate:
             self.paused_until = until
         self.requests.level = min(self.requests.level, 0.0)
         self.stats["rate_limited"] += 1
-
-
-@ray.remote(max_restarts=-1, max_task_retries=0)
-class ProviderGate:
-    """The cluster-wide gate of one provider key (an async actor: waiting callers queue in order)."""
-
-    def __init__(self, provider: str, rpm: float, tpm: float | None = None, burst_s: float = 1.0) -> None:
-        self.provider = provider
-        self.gate = RateGate(rpm, tpm, burst_s)
-        self.lock = asyncio.Lock()
-
-    async def acquire(self, tokens: float = 0.0) -> float:
-        """Wait for room for one request of ``tokens``; return the seconds waited."""
-        started = time.monotonic()
-        async with self.lock:  # FIFO: the first to ask is the first served
-            while (wait := self.gate.delay(tokens)) > 0:
-                await asyncio.sleep(wait)
-            self.gate.take(tokens)
-        waited = time.monotonic() - started
-        self.gate.stats["waited_s"] += waited
-        return waited
-
-    async def rate_limited(self, retry_after_s: float | None) -> None:
-        """Report a 429 with its ``Retry-After``."""
-        self.gate.pause(retry_after_s)
-
-    async def correct(self, estimated: float, actual: float) -> None:
-        """Settle a request's token estimate against its usage."""
-        self.gate.correct(estimated, actual)
-
-    async def stats(self) -> dict[str, Any]:
-        """Counters for the progress display and the run summary."""
-        return {"provider": self.provider, **self.gate.stats}
 
 
 class ActorCallGate:

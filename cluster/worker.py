@@ -10,14 +10,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import resource
-import threading
 import time
-import zlib
 from dataclasses import dataclass
 from typing import Any
-
-import ray
 
 from apiflow.agent import run_trial, trial_seed
 from apiflow.agent.heap import settle_loaded
@@ -35,7 +30,7 @@ from apiflow.results.store import ResultStore
 from cluster.budget import BudgetedModel
 from cluster.plan import PlannedTrial, trial_limits
 from cluster.ratelimit import ActorCallGate
-from cluster.spec import NAMES_CHECKED, GridModel, GridSpec
+from cluster.spec import GridModel, GridSpec
 
 DEFAULT_MAX_TOKENS = 8_192
 """Output cap a budget reservation assumes when a model sets no ``max_tokens``."""
@@ -359,49 +354,3 @@ def settle_heap(spec: GridSpec) -> None:
     settle_loaded()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
-
-
-# enable_task_events=False: Ray otherwise records a state-change event per method call and ships
-# them to the dashboard from a core-worker thread; with one call per batch that is small, but a
-# provider grid makes ~1 call per trial held for minutes and the events then cost CPU that
-# trials need (docs/design/043, "Concurrency: what the provider path sets, and why"). Failures still surface as outcomes.
-@ray.remote(max_restarts=-1, max_task_retries=0, enable_task_events=False)  # type: ignore[call-overload]  # Ray's stubs lag its options
-class TrialWorker:
-    """Async actor: one ``TrialRunner``; many batches in flight at once (``max_concurrency``)."""
-
-    def __init__(self, spec_json: str | bytes, run_id: str, gates: dict[str, Any], ledger: Any) -> None:
-        # bytes: the driver compressed a large spec so that Ray still passes it inline
-        # (``cluster.driver.inline_spec``); inline arguments survive actor restarts.
-        began, cpu = time.monotonic(), time.process_time()
-        text = zlib.decompress(spec_json).decode() if isinstance(spec_json, bytes) else spec_json
-        spec = GridSpec.model_validate_json(text, context={NAMES_CHECKED: True})
-        self.runner = TrialRunner(spec, run_id, gates, ledger)
-        settle_heap(spec)
-        self.gc = GcPauses()
-        self.init_cpu_s, self.init_wall_s = time.process_time() - cpu, time.monotonic() - began
-        self.cpu_at_init = time.process_time()
-
-    async def run_batch(self, batch: list[PlannedTrial]) -> list[TrialOutcome]:
-        return await self.runner.run_batch(batch)
-
-    async def ping(self) -> int:
-        return os.getpid()
-
-    async def stats(self) -> dict[str, Any]:
-        """This actor's costs so far (the benchmark's split of worker CPU per trial)."""
-        cpu = self.runner.cpu
-        return {
-            "pid": os.getpid(),
-            "init_cpu_s": self.init_cpu_s,
-            "init_wall_s": self.init_wall_s,
-            "cpu_since_init_s": time.process_time() - self.cpu_at_init,
-            "trials": cpu.trials,
-            "play_cpu_s": cpu.play_s,
-            "store_cpu_s": cpu.store_s,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "gc_s": list(self.gc.seconds),
-            "gc_count": list(self.gc.count),
-            "gc_longest_s": self.gc.longest_s,
-            "thread_cpu_s": thread_cpu_s(threading.get_native_id()),  # stats runs on the loop
-            **(self.runner.replay.stats() if self.runner.replay is not None else {}),
-        }

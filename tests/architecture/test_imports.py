@@ -38,3 +38,12 @@ def test_world_imports_nothing_else_from_apiflow() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("apiflow."):
                 assert node.module.startswith("apiflow.world"), f"{path.name} imports {node.module}"
+
+
+def test_ray_is_imported_only_by_the_actors_and_the_driver() -> None:
+    """Planning, budget, rate limits, the trial runner and `grid status` work without Ray
+    (tests/cluster/test_without_ray.py runs the last two where `import ray` fails)."""
+    users = sorted(
+        str(p.relative_to(ROOT)) for p in (ROOT / "cluster").glob("*.py") if "ray" in imported_modules(p)
+    )
+    assert users == ["cluster/actors.py", "cluster/driver.py", "cluster/session.py"]

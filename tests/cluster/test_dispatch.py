@@ -20,6 +20,7 @@ from cluster.plan import PlannedTrial
 from cluster.spec import GridSpec
 from cluster.workqueue import WorkQueue
 
+LOST = (RayActorError,)
 
 class _Ref:
     pass
@@ -74,7 +75,7 @@ def test_a_dead_actors_batch_is_requeued_only_if_not_committed(tmp_path, committ
     if committed:  # the actor had created the batch object, then died before answering
         records = [_record(t) for t in trials]
         assert store.put_batch([t.trial_id for t in trials], [(r, record_to_row(r)) for r in records])
-    dispatcher = Dispatcher(_DeadRay(), [_Actor()], spec, calls_per_actor=2, window=4, store=store)
+    dispatcher = Dispatcher(_DeadRay(), [_Actor()], spec, calls_per_actor=2, window=4, store=store, actor_lost=LOST)
     queue = WorkQueue(trials, 1)
     assert dispatcher.submit(queue) and not queue
     outcomes, requeued = dispatcher.collect(queue)
@@ -159,7 +160,7 @@ def test_a_ramp_spreads_the_first_wave_of_provider_starts(tmp_path, monkeypatch)
     now = [100.0]
     monkeypatch.setattr(dispatch.time, "monotonic", lambda: now[0])
     actors = [_Actor(), _Actor()]
-    dispatcher = Dispatcher(_DeadRay(), actors, _provider_spec(str(tmp_path), 8.0), 4, window=16)
+    dispatcher = Dispatcher(_DeadRay(), actors, _provider_spec(str(tmp_path), 8.0), 4, window=16, actor_lost=LOST)
     queue = _provider_trials(12)
     started = []
     for _ in range(9):
@@ -177,7 +178,7 @@ def test_a_ramp_spreads_the_first_wave_of_provider_starts(tmp_path, monkeypatch)
 
 def test_no_ramp_starts_every_slot_at_once(tmp_path):
     dispatcher = Dispatcher(
-        _DeadRay(), [_Actor(), _Actor()], _provider_spec(str(tmp_path), 0.0), 4, window=16
+        _DeadRay(), [_Actor(), _Actor()], _provider_spec(str(tmp_path), 0.0), 4, window=16, actor_lost=LOST
     )
     queue = _provider_trials(12)
     while dispatcher.submit(queue):
@@ -188,6 +189,6 @@ def test_no_ramp_starts_every_slot_at_once(tmp_path):
 def test_offline_batches_ignore_the_ramp(tmp_path):
     spec = GridSpec.model_validate({"name": "t", "models": [{"model": "apiflow/oracle"}], "out": str(tmp_path),
                                     "concurrency": {"batch": 3, "ramp_s": 1000.0}})  # fmt: skip
-    dispatcher = Dispatcher(_DeadRay(), [_Actor()], spec, calls_per_actor=2, window=4)
+    dispatcher = Dispatcher(_DeadRay(), [_Actor()], spec, calls_per_actor=2, window=4, actor_lost=LOST)
     queue = WorkQueue((PlannedTrial(f"{i:032x}", 0, "sample-w01-sub01", "w01", 1, 0) for i in range(6)), 1)
     assert dispatcher.submit(queue) and dispatcher.submit(queue) and not queue

@@ -131,7 +131,7 @@ def test_thread_cpu_splits_the_process_by_thread() -> None:
 
 
 def test_the_trial_actor_sends_no_task_events() -> None:
-    from cluster.worker import TrialWorker
+    from cluster.actors import TrialWorker
 
     # one state-change event per method call otherwise, shipped from a core-worker thread
     assert TrialWorker._default_options["enable_task_events"] is False  # type: ignore[attr-defined]

@@ -4,7 +4,7 @@ takes from the fullest shelf; nothing is lost or sent twice."""
 from __future__ import annotations
 
 import pytest
-from test_dispatch import _Actor, _DeadRay
+from test_dispatch import LOST, _Actor, _DeadRay
 
 from cluster.dispatch import Dispatcher
 from cluster.plan import PlannedTrial
@@ -63,7 +63,7 @@ def test_the_dispatcher_sends_each_actor_its_own_tasks_while_they_last(tmp_path)
     trials = [_trial(i, tasks[i % 6]) for i in range(24)]
     actors = [_Actor(), _Actor()]
     queue = WorkQueue(trials, 2)
-    dispatcher = Dispatcher(_DeadRay(), actors, _offline_spec(str(tmp_path)), calls_per_actor=2, window=8)
+    dispatcher = Dispatcher(_DeadRay(), actors, _offline_spec(str(tmp_path)), calls_per_actor=2, window=8, actor_lost=LOST)
     while dispatcher.submit(queue):
         pass
     assert len(queue) == 8
