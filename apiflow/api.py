@@ -28,17 +28,17 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from apiflow.agent.ids import run_id_for, trial_seed
+from apiflow.agent.ids import run_id_for
 from apiflow.agent.loop import TrialLimits
 from apiflow.agent.replay import replay_for
-from apiflow.agent.trial import run_trial
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.errors import UsageError
-from apiflow.models import GenerateConfig, check_model_name, make_model, model_prices, model_slug
+from apiflow.models import GenerateConfig, check_model_name, model_prices, model_slug
 from apiflow.models.registry import price_source
 from apiflow.results.prices import DEFAULT_PRICE_TABLE, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
 from apiflow.results.rows import record_to_row, rows_to_table
+from apiflow.runner import Run, TrialPlan
 
 ALL_TASKS = "all"
 NOTEBOOK_PANEL = "notebook"
@@ -113,20 +113,17 @@ def run_trials(
             slug = model_slug(name)
             price = model_prices(table, slug, name)
             source = price_source(table, slug, name) if price is not None else table.version
-            run_id = run_id_for(loaded.hash, slug, [t.id for t in chosen], epochs, seed)
-            for epoch in range(1, epochs + 1):
-                for task in chosen:
-                    model = make_model(name, task, trial_seed(seed, task.id, epoch), params)
-                    record = await run_trial(
-                        task, loaded.world_of(task), model, seed=seed, epoch=epoch, bank_name=loaded.name,
-                        bank_hash=loaded.hash, run_id=run_id, limits=limits, model_slug=slug, config=config,
-                        replay=replay,
-                    )  # fmt: skip
-                    if price is not None:
-                        record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, price)
-                    rows.append(record_to_row(record, panel=NOTEBOOK_PANEL, price_table=source))
-                    if records is not None:
-                        records.append(record)
+            run = Run(
+                loaded, run_id_for(loaded.hash, slug, [t.id for t in chosen], epochs, seed), seed, limits,
+                config, params, replay,
+            )  # fmt: skip
+            trials = [TrialPlan(name, task, epoch) for epoch in range(1, epochs + 1) for task in chosen]
+            async for record in run.play(trials):
+                if price is not None:
+                    record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, price)
+                rows.append(record_to_row(record, panel=NOTEBOOK_PANEL, price_table=source))
+                if records is not None:
+                    records.append(record)
         return rows
 
     return rows_to_table(_run_coroutine(play()))

@@ -37,24 +37,27 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
 
 def sims(bank: Any) -> None:
     """Pass rate of each offline model: solo, and chains bucketed by length."""
-    from apiflow.agent import run_trial_sync
+    from apiflow.agent import TrialSpec
     from apiflow.models import OFFLINE_PROFILES, make_model
+    from apiflow.runner import play_trial_sync
 
     buckets = ("solo", "chain 2-6", "chain 7-11", "chain 12-16", "chain 17-20")
     print(f"{'model':<22}" + "".join(f"{b:>13}" for b in buckets) + f"{'all':>8}")
     for name in ["apiflow/oracle", "apiflow/blank", *(f"apiflow/sim:{p}" for p in OFFLINE_PROFILES)]:
         tally = {b: [0, 0] for b in (*buckets, "all")}
         for task in bank.tasks.values():
-            record = run_trial_sync(
-                task,
-                bank.world_of(task),
+            record = play_trial_sync(
+                TrialSpec(
+                    task=task,
+                    world=bank.world_of(task),
+                    seed=0,
+                    epoch=1,
+                    bank_name=bank.name,
+                    bank_hash=bank.hash,
+                    run_id="bench",
+                    model_slug=name.replace("/", "-"),
+                ),
                 make_model(name, task, 0),
-                seed=0,
-                epoch=1,
-                bank_name=bank.name,
-                bank_hash=bank.hash,
-                run_id="bench",
-                model_slug=name.replace("/", "-"),
             )
             bucket = "solo" if task.kind == "solo" else buckets[1 + min(3, (task.length - 2) // 5)]
             for key in (bucket, "all"):

@@ -78,16 +78,22 @@ def grid(out: str, epochs: int, storage_options: dict | None = None) -> dict:
 
 def template_row() -> dict:
     """One real row (an oracle trial on the sample bank), the pattern of every synthetic row."""
-    from apiflow.agent import run_trial_sync, trial_seed
+    from apiflow.agent import TrialSpec, trial_seed
     from apiflow.bank import DEFAULT_BANK, load_bank
     from apiflow.models import make_model
     from apiflow.results.rows import record_to_row
+    from apiflow.runner import play_trial_sync
 
     bank = load_bank(DEFAULT_BANK)
     task = next(iter(bank.tasks.values()))
     model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-    record = run_trial_sync(task, bank.world_of(task), model, seed=0, epoch=1, run_id="growth",
-                            bank_name=bank.name, bank_hash=bank.hash, model_slug="apiflow-oracle")  # fmt: skip
+    record = play_trial_sync(
+        TrialSpec(
+            task=task, world=bank.world_of(task), seed=0, epoch=1, run_id="growth", bank_name=bank.name,
+            bank_hash=bank.hash, model_slug="apiflow-oracle",
+        ),
+        model,
+    )
     return record_to_row(record, panel="growth", price_table="growth")
 
 

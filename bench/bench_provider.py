@@ -44,12 +44,13 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from chaoskit import _wait_http, free_port  # noqa: E402
 
-from apiflow.agent import run_trial_sync  # noqa: E402
+from apiflow.agent import TrialSpec  # noqa: E402
 from apiflow.bank import load_bank  # noqa: E402
 from apiflow.models import GenerateConfig, make_model  # noqa: E402
 from apiflow.models.litellm_client import LiteLLMClient, _litellm, configure_litellm, to_openai_messages  # noqa: E402
 from apiflow.models.retry import retry_hook  # noqa: E402
 from apiflow.results.prices import cost_usd, load_price_table  # noqa: E402
+from apiflow.runner import play_trial_sync  # noqa: E402
 from apiflow.tools.schemas import tool_schemas  # noqa: E402
 
 BANK = ROOT / "bank" / "v1"
@@ -91,8 +92,13 @@ def conversation_points(task_id: str | None) -> tuple[str, list[list[dict[str, A
     """The oracle's trial on a ``bank/v1`` task: the conversation before each assistant turn."""
     bank = load_bank(BANK)
     task = bank.task(task_id or TASK)
-    record = run_trial_sync(task, bank.world_of(task), make_model("apiflow/oracle", task, 0), seed=0, epoch=1,
-                            bank_name=bank.name, bank_hash=bank.hash, run_id="bench", model_slug="apiflow-oracle")  # fmt: skip
+    record = play_trial_sync(
+        TrialSpec(
+            task=task, world=bank.world_of(task), seed=0, epoch=1, bank_name=bank.name, bank_hash=bank.hash,
+            run_id="bench", model_slug="apiflow-oracle",
+        ),
+        make_model("apiflow/oracle", task, 0),
+    )
     messages = record.messages
     return task.id, [messages[:i] for i, m in enumerate(messages) if m["role"] == "assistant"]
 

@@ -36,12 +36,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from chaoskit import _wait_http, free_port  # noqa: E402
 
-from apiflow.agent import TrialLimits, run_trial  # noqa: E402
+from apiflow.agent import TrialLimits, TrialSpec  # noqa: E402
 from apiflow.agent.ids import run_id_for, trial_seed  # noqa: E402
 from apiflow.bank import DEFAULT_BANK, load_bank  # noqa: E402
 from apiflow.models import GenerateConfig, ModelOutput, make_model, model_slug  # noqa: E402
 from apiflow.results.prices import cost_usd, load_price_table  # noqa: E402
 from apiflow.results.record import TrialRecord  # noqa: E402
+from apiflow.runner import play_trial  # noqa: E402
 
 MODEL_ALIAS = "smollm2-135m-instruct"
 MODEL_ID = f"openai/{MODEL_ALIAS}"
@@ -218,9 +219,13 @@ def run_grid(
             for task_id in task_ids:
                 task = bank.task(task_id)
                 model = TimedModel(make_model(MODEL_ID, task, trial_seed(0, task.id, epoch), params), seconds)
-                record = await run_trial(task, bank.world_of(task), model, seed=0, epoch=epoch,
-                                         bank_name=bank.name, bank_hash=bank.hash, run_id=run_id,
-                                         limits=limits, model_slug=slug, config=config)  # fmt: skip
+                record = await play_trial(
+                    TrialSpec(
+                        task=task, world=bank.world_of(task), seed=0, epoch=epoch, bank_name=bank.name,
+                        bank_hash=bank.hash, run_id=run_id, limits=limits, model_slug=slug, config=config,
+                    ),
+                    model,
+                )
                 record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, prices)
                 report.add(record)
                 print(f"  {task_id}-t{epoch}  {record.verdict or '-'}  {ending(record)}  "

@@ -47,7 +47,7 @@ from unittest import mock
 
 from trialkit import ROUNDS, V1_BANK, time_once, trial_kwargs
 
-from apiflow.agent import run_trial, run_trial_sync, trial_seed
+from apiflow.agent import TrialSpec, trial_seed
 from apiflow.agent import trial as trial_module
 from apiflow.agent.heap import settle_loaded
 from apiflow.agent.replay import Replay
@@ -56,6 +56,7 @@ from apiflow.bank.task import Task
 from apiflow.models import make_model
 from apiflow.models.base import ModelOutput, ToolCall, Usage
 from apiflow.models.offline import golden_turns
+from apiflow.runner import play_trial, play_trial_sync
 
 TARGET_MS = 0.6
 TOOL_CALLS = 12
@@ -157,13 +158,21 @@ def measure(
     def graded(i: int, replay: Replay | None = shared) -> Awaitable[Any]:
         task = tasks[i % len(tasks)]
         model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-        return run_trial(task, worlds[i % len(tasks)], model, **trial_kwargs(bank, task, 1), replay=replay)
+        return play_trial(
+            TrialSpec(task=task, world=worlds[i % len(tasks)], **trial_kwargs(bank, task, 1)),
+            model,
+            replay=replay,
+        )
 
     def sync_batch(n: int) -> None:
         for i in range(n):
             task = tasks[i % len(tasks)]
             model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-            run_trial_sync(task, worlds[i % len(tasks)], model, **trial_kwargs(bank, task, 1), replay=shared)
+            play_trial_sync(
+                TrialSpec(task=task, world=worlds[i % len(tasks)], **trial_kwargs(bank, task, 1)),
+                model,
+                replay=shared,
+            )
 
     floors = [_floor_inputs(task) for task in tasks]
     trial_batch = _async_batch(graded)
@@ -247,7 +256,9 @@ def profile(bank: Bank, tasks: list[Task], n: int) -> None:
         for i in range(n):
             task = tasks[i % len(tasks)]
             model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-            await run_trial(task, bank.world_of(task), model, **trial_kwargs(bank, task, 1))
+            await play_trial(
+                TrialSpec(task=task, world=bank.world_of(task), **trial_kwargs(bank, task, 1)), model
+            )
 
     prof = cProfile.Profile()
     prof.runcall(asyncio.run, go())
@@ -266,7 +277,11 @@ def count_calls(bank: Bank, tasks: list[Task], n: int, recorded: list[list[tuple
     def graded(i: int, replay: Replay | None = shared) -> Awaitable[Any]:
         task = tasks[i % len(tasks)]
         model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-        return run_trial(task, worlds[i % len(tasks)], model, **trial_kwargs(bank, task, 1), replay=replay)
+        return play_trial(
+            TrialSpec(task=task, world=worlds[i % len(tasks)], **trial_kwargs(bank, task, 1)),
+            model,
+            replay=replay,
+        )
 
     for name, batch in (("tools", _tools_batch(bank, tasks, recorded)), ("trial", _async_batch(graded))):
         batch(min(n, 20))
@@ -303,11 +318,9 @@ def main() -> int:
     args.trials = args.trials or 200
     tasks = pick_tasks(bank)
     checks = [
-        run_trial_sync(
-            task,
-            bank.world_of(task),
+        play_trial_sync(
+            TrialSpec(task=task, world=bank.world_of(task), **trial_kwargs(bank, task, 1)),
             make_model("apiflow/oracle", task, trial_seed(0, task.id, 1)),
-            **trial_kwargs(bank, task, 1),
         )
         for task in tasks
     ]

@@ -24,12 +24,13 @@ from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
-from apiflow.agent import TrialLimits, run_trial, run_trial_sync, trial_seed
+from apiflow.agent import TrialLimits, TrialSpec, trial_seed
 from apiflow.agent import intake as intake_module
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.grading.answer import extract_card
 from apiflow.models import make_model
 from apiflow.models.base import GenerateConfig, ModelOutput, ToolCall
+from apiflow.runner import play_trial, play_trial_sync
 from apiflow.tools import limits as limits_module
 from apiflow.tools import toolbox as toolbox_module
 from apiflow.tools.limits import ARGUMENT_CHARS, ARGUMENT_DEPTH, Scan
@@ -59,10 +60,13 @@ def _trials(bank: Bank, n: int) -> Callable[[], None]:
         for i in range(n):
             task = tasks[i % len(tasks)]
             model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-            await run_trial(
-                task, bank.world_of(task), model, seed=0, epoch=1, bank_name=bank.name, bank_hash=bank.hash,
-                run_id="bench", model_slug="apiflow-oracle",
-            )  # fmt: skip
+            await play_trial(
+                TrialSpec(
+                    task=task, world=bank.world_of(task), seed=0, epoch=1, bank_name=bank.name,
+                    bank_hash=bank.hash, run_id="bench", model_slug="apiflow-oracle",
+                ),
+                model,
+            )
 
     return lambda: asyncio.run(run())
 
@@ -109,10 +113,13 @@ def hostile(bank: Bank) -> None:
 
     def trial(turns: list[ModelOutput], limits: TrialLimits | None = None) -> tuple[float, str]:
         t0 = time.perf_counter()
-        record = run_trial_sync(
-            task, bank.world_of(task), _Playback(turns), seed=0, epoch=1, bank_name=bank.name,
-            bank_hash=bank.hash, run_id="bench", limits=limits, model_slug="hostile",
-        )  # fmt: skip
+        record = play_trial_sync(
+            TrialSpec(
+                task=task, world=bank.world_of(task), seed=0, epoch=1, bank_name=bank.name,
+                bank_hash=bank.hash, run_id="bench", limits=limits, model_slug="hostile",
+            ),
+            _Playback(turns),
+        )
         hits = ",".join(f"{h.limit}x{h.hits}" for h in record.apiflow.limits_hit) or "-"
         outcome = f"{record.apiflow.termination}/{record.apiflow.limit or '-'} hits {hits}"
         return time.perf_counter() - t0, f"{outcome}, record {len(record.to_json()) / 1e6:.2f} MB"
@@ -162,10 +169,13 @@ def honest_maxima(bank: Bank) -> None:
     with mock.patch.object(toolbox_module.Toolbox, "call", call):
         for task in bank.tasks.values():
             model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-            record = run_trial_sync(
-                task, bank.world_of(task), model, seed=0, epoch=1, bank_name=bank.name, bank_hash=bank.hash,
-                run_id="bench", model_slug="apiflow-oracle",
-            )  # fmt: skip
+            record = play_trial_sync(
+                TrialSpec(
+                    task=task, world=bank.world_of(task), seed=0, epoch=1, bank_name=bank.name,
+                    bank_hash=bank.hash, run_id="bench", model_slug="apiflow-oracle",
+                ),
+                model,
+            )
             most["transcript chars"] = max(most["transcript chars"], len(json.dumps(record.messages)))
             for m in record.messages:
                 if m["role"] == "assistant":

@@ -48,11 +48,12 @@ os.environ.setdefault("INSPECT_DISPLAY", "none")
 from bench_trial import pick_tasks  # noqa: E402
 from trialkit import trial_kwargs  # noqa: E402  # bench/ is on sys.path as the script's folder
 
-from apiflow.agent import run_trial, trial_seed  # noqa: E402
+from apiflow.agent import TrialSpec, trial_seed  # noqa: E402
 from apiflow.agent.prompts import user_message  # noqa: E402
 from apiflow.bank import Bank, load_bank  # noqa: E402
 from apiflow.bank.task import Task  # noqa: E402
 from apiflow.models import make_model  # noqa: E402
+from apiflow.runner import play_trial  # noqa: E402
 
 TARGET_RATIO = 50.0
 TOOL_CALLS = 12
@@ -73,7 +74,9 @@ async def _ours(bank: Bank, tasks: list[Task], n: int) -> None:
     for i in range(n):
         task = tasks[i % len(tasks)]
         model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-        record = await run_trial(task, bank.world_of(task), model, **_ours_kwargs(bank, 1))
+        record = await play_trial(
+            TrialSpec(task=task, world=bank.world_of(task), **_ours_kwargs(bank, 1)), model
+        )
         assert record.passed and record.apiflow.tool_calls == TOOL_CALLS, record.failure_reason
 
 
@@ -86,7 +89,9 @@ class Script:
         self.first_card_value: dict[str, str] = {}
         for task in tasks:
             model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-            record = asyncio.run(run_trial(task, bank.world_of(task), model, **_ours_kwargs(bank, 1)))
+            record = asyncio.run(
+                play_trial(TrialSpec(task=task, world=bank.world_of(task), **_ours_kwargs(bank, 1)), model)
+            )
             calls: list[tuple[str, dict[str, Any]]] = []
             answer = ""
             for message in record.messages:

@@ -26,13 +26,14 @@ import json
 import sys
 from pathlib import Path
 
-from apiflow.agent import run_trial_sync, trial_seed
+from apiflow.agent import TrialSpec, trial_seed
 from apiflow.agent.replay import Replay
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.models import OFFLINE_MODELS, make_model
 from apiflow.models.adversarial import ADVERSARY_MODELS
 from apiflow.models.calibrated import calibrated_panel
 from apiflow.models.registry import model_slug
+from apiflow.runner import play_trial_sync
 
 
 def _blank_wall_time(text: str) -> str:
@@ -74,16 +75,18 @@ def _play(quick: bool, replay: Replay | None) -> tuple[list[str], list[str]]:
             for name_ in models:
                 for epoch in range(1, epochs + 1):
                     model = make_model(name_, task, trial_seed(0, task.id, epoch))
-                    record = run_trial_sync(
-                        task,
-                        world,
+                    record = play_trial_sync(
+                        TrialSpec(
+                            task=task,
+                            world=world,
+                            seed=0,
+                            epoch=epoch,
+                            bank_name=bank.name,
+                            bank_hash=bank.hash,
+                            run_id="digest",
+                            model_slug=model_slug(name_),
+                        ),
                         model,
-                        seed=0,
-                        epoch=epoch,
-                        bank_name=bank.name,
-                        bank_hash=bank.hash,
-                        run_id="digest",
-                        model_slug=model_slug(name_),
                         replay=replay,
                     )
                     digest = hashlib.sha256(_blank_wall_time(record.to_json()).encode()).hexdigest()

@@ -15,7 +15,7 @@ from unittest import mock
 
 from trialkit import ROUNDS, time_once, trial_kwargs
 
-from apiflow.agent import run_trial, trial_seed
+from apiflow.agent import TrialSpec, trial_seed
 from apiflow.agent import trial as trial_module
 from apiflow.agent.replay import Replay
 from apiflow.bank import Bank
@@ -23,6 +23,7 @@ from apiflow.bank.task import Task
 from apiflow.models import make_model
 from apiflow.models.calibrated import calibrated_panel
 from apiflow.models.registry import model_slug
+from apiflow.runner import play_trial
 
 CALIBRATED_STRIDE = 29  # every 29th bank/v1 task by id: 17 tasks (coprime with the 19 sims), golden
 # paths of 15.4 calls on average against the bank's 15.3
@@ -53,7 +54,7 @@ def _grid_trial(bank: Bank, trial: CalibratedTrial, replay: Replay | None) -> Aw
     task, name, epoch = trial
     model = make_model(name, task, trial_seed(0, task.id, epoch))
     kwargs = trial_kwargs(bank, task, epoch) | {"model_slug": model_slug(name)}
-    return run_trial(task, bank.world_of(task), model, **kwargs, replay=replay)
+    return play_trial(TrialSpec(task=task, world=bank.world_of(task), **kwargs), model, replay=replay)
 
 
 def calibrated_variants(bank: Bank, sample: list[CalibratedTrial]) -> dict[str, Callable[[int], None]]:

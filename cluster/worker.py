@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from apiflow.agent import run_trial, trial_seed
+from apiflow.agent import TrialSpec, trial_seed
 from apiflow.agent.heap import settle_loaded
 from apiflow.agent.replay import replay_for
 from apiflow.bank import Bank, load_bank
@@ -27,6 +27,7 @@ from apiflow.results.prices import Prices, PriceTable, cost_usd, load_price_tabl
 from apiflow.results.record import TrialRecord
 from apiflow.results.rows import record_to_row
 from apiflow.results.store import ResultStore
+from apiflow.runner import play_trial
 from cluster.budget import BudgetedModel
 from cluster.plan import PlannedTrial, trial_limits
 from cluster.ratelimit import ActorCallGate
@@ -153,20 +154,15 @@ class TrialRunner:
         grid_model = self.spec.models[planned.model_index]
         task = self.bank.task(planned.task_id)
         async with self.slots:
-            record = await run_trial(
-                task,
-                self.bank.world_of(task),
-                self._model(grid_model, planned.model_index, planned),
-                seed=planned.seed,
-                epoch=planned.epoch,
-                bank_name=self.bank.name,
-                bank_hash=self.bank.hash,
-                run_id=self.run_id,
-                limits=self.limits,
+            spec = TrialSpec(
+                task=task, world=self.bank.world_of(task), seed=planned.seed, epoch=planned.epoch,
+                bank_name=self.bank.name, bank_hash=self.bank.hash, run_id=self.run_id, limits=self.limits,
                 model_slug=grid_model.slug,
                 config=GenerateConfig(grid_model.temperature, grid_model.max_tokens, dict(grid_model.extra)),
                 trial_id=planned.trial_id,  # the planner's id is the storage key (it also covers params)
-                replay=self.replay,
+            )  # fmt: skip
+            record = await play_trial(
+                spec, self._model(grid_model, planned.model_index, planned), self.replay
             )
         block = record.apiflow
         block.cost_usd = cost_usd(block.tokens, self.model_prices[planned.model_index])

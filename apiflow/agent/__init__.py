@@ -3,20 +3,20 @@
 from apiflow.agent.ids import derived_seed, run_id_for, trial_id_for, trial_seed
 from apiflow.agent.loop import LoopOutcome, TrialLimits, run_loop
 from apiflow.agent.prompts import PROMPT_HASH, SYSTEM_PROMPT, card_instruction, initial_messages, user_message
-from apiflow.agent.trial import run_trial, run_trial_sync
+from apiflow.agent.trial import TrialSpec, run_trial
 
 __all__ = [
     "PROMPT_HASH",
     "SYSTEM_PROMPT",
     "LoopOutcome",
     "TrialLimits",
+    "TrialSpec",
     "card_instruction",
     "derived_seed",
     "initial_messages",
     "run_id_for",
     "run_loop",
     "run_trial",
-    "run_trial_sync",
     "trial_id_for",
     "trial_seed",
     "user_message",

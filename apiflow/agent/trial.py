@@ -7,9 +7,9 @@ Harness faults are kept apart from model failures: a ``ProviderError`` ends the 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -113,6 +113,38 @@ class _Trial:
         return graded
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrialSpec:
+    """One trial: what it plays and what its record says of it.
+
+    Attributes:
+        task: The bank task.
+        world: The task's world definition.
+        seed: The run's base seed; world, workspace and canary seeds derive from it, the task and the epoch.
+        epoch: 1-based epoch, recorded as ``trial`` and ``provenance.epoch``.
+        bank_name: Bank name recorded on the trial.
+        bank_hash: Bank sha256 (part of the trial id).
+        run_id: The run this trial belongs to.
+        model_slug: Leaderboard slug recorded as ``model`` (the results folder name).
+        limits: Trial limits (default 500 messages, 1,800 s).
+        config: Generation parameters (default temperature 1.0).
+        trial_id: The id to record, when the caller already holds it (a grid's planner derives its
+            own, over more than this spec says); by default ``trial_id_for`` these fields.
+    """
+
+    task: Task
+    world: WorldDef
+    seed: int
+    epoch: int
+    bank_name: str
+    bank_hash: str
+    run_id: str
+    model_slug: str
+    limits: TrialLimits | None = None
+    config: GenerateConfig | None = None
+    trial_id: str | None = None
+
+
 class PlayedTrial(NamedTuple):
     """A trial played but not graded: what the loop did, its evidence, the spec to grade it by."""
 
@@ -154,38 +186,12 @@ async def _end_trial(model: ModelClient, messages: list[dict[str, Any]]) -> None
         await end(messages)
 
 
-async def run_trial(
-    task: Task,
-    world: WorldDef,
-    model: ModelClient,
-    *,
-    seed: int,
-    epoch: int,
-    bank_name: str,
-    bank_hash: str,
-    run_id: str,
-    limits: TrialLimits | None = None,
-    model_slug: str,
-    config: GenerateConfig | None = None,
-    trial_id: str | None = None,
-    replay: Replay | None = None,
-) -> TrialRecord:
-    """Run one trial of ``task`` with ``model`` and return its graded record.
+async def run_trial(spec: TrialSpec, model: ModelClient, *, replay: Replay | None = None) -> TrialRecord:
+    """Run one trial with ``model`` and return its graded record (callers: ``apiflow.runner``).
 
     Args:
-        task: The bank task.
-        world: The task's world definition.
-        model: The model for this trial (``make_model(name, task, trial_seed(seed, task.id, epoch))``).
-        seed: The run's base seed; world and workspace seeds derive from it, the task and the epoch.
-        epoch: 1-based epoch, recorded as ``trial`` and ``provenance.epoch``.
-        bank_name: Bank name recorded on the trial.
-        bank_hash: Bank sha256 (part of the trial id).
-        run_id: The run this trial belongs to.
-        limits: Trial limits (default 500 messages, 1,800 s).
-        model_slug: Leaderboard slug recorded as ``model`` (the results folder name).
-        config: Generation parameters (default temperature 1.0).
-        trial_id: The id to record, when the caller already holds it (a grid's planner derives
-            its own, over more than this call sees); by default ``trial_id_for`` these inputs.
+        spec: The trial.
+        model: Its model (``make_model(name, task, trial_seed(seed, task.id, epoch))``).
         replay: The run's shared world answers and grades (``apiflow.agent.replay``), or None to
             work every answer and grade out afresh; the record is the same either way.
 
@@ -193,7 +199,9 @@ async def run_trial(
         The record; identical across runs with the same inputs apart from ``duration_s`` and
         ``provenance.created``.
     """
-    limits = limits or TrialLimits()
+    task, world, seed, epoch, config = spec.task, spec.world, spec.seed, spec.epoch, spec.config
+    bank_name, bank_hash, model_slug = spec.bank_name, spec.bank_hash, spec.model_slug
+    limits = spec.limits or TrialLimits()
     created = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     trial = _Trial(task, world, seed, epoch, replay)
@@ -213,6 +221,7 @@ async def run_trial(
         outcome.harness_error = harness_error_text(exc)
         graded = None
     version = agent_version(limits)
+    trial_id = spec.trial_id
     if trial_id is None:
         trial_id = trial_id_for(
             bank_hash, task.id, model_slug, model.model_api, epoch, seed, version, schema_hash
@@ -233,7 +242,7 @@ async def run_trial(
         duration_s=round(time.perf_counter() - started, 3),
         messages=trial.messages,
         verifier=graded.verifier if graded is not None else None,
-        provenance=Provenance(run_id=run_id, epoch=epoch, created=created),
+        provenance=Provenance(run_id=spec.run_id, epoch=epoch, created=created),
         apiflow=block,
     )
 
@@ -284,17 +293,3 @@ def limits_hit(outcome: LoopOutcome) -> list[LimitHit]:
     """The bounds on model input the trial hit, with their values (empty for nearly every trial)."""
     values = {**TOOL_BOUNDS, **TURN_BOUNDS}
     return [LimitHit(limit=name, value=values[name], hits=n) for name, n in outcome.input.limits.items()]
-
-
-def run_trial_sync(*args: Any, **kwargs: Any) -> TrialRecord:
-    """``run_trial`` for callers without an event loop (tests, benchmarks, scripts).
-
-    Uses a private event loop rather than ``asyncio.run``: on Python 3.11 ``asyncio.run`` swaps the
-    SIGINT handler, and ``signal`` then formats the old handler's repr (our whole task and its
-    coroutine stack) - about 1 ms per call, half the trial budget.
-    """
-    loop = asyncio.new_event_loop()
-    try:
-        return loop.run_until_complete(run_trial(*args, **kwargs))
-    finally:
-        loop.close()

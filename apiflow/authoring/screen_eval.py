@@ -26,7 +26,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from apiflow.agent import run_trial
 from apiflow.agent.ids import trial_seed
 from apiflow.agent.replay import Replay, pool_worker_replay, replay_for, start_pool_worker
 from apiflow.analysis.screen import cells_at_most
@@ -35,7 +34,9 @@ from apiflow.authoring.generate.plant import read_side_file
 from apiflow.authoring.grounded import GroundedView
 from apiflow.bank.loader import Bank, load_bank
 from apiflow.errors import UsageError
+from apiflow.models.base import ModelClient
 from apiflow.models.registry import OFFLINE_PROFILES, SIM_PREFIX, check_model_name, make_model, model_slug
+from apiflow.runner import Run, TrialPlan
 
 THRESHOLDS = (0, 1, 3)
 """A cell is flagged when its passes over the panel's trials are at most this many."""
@@ -115,34 +116,27 @@ def play_model(
     views = {t.id: GroundedView(t, bank.world_of(t)) for t in chains}
     slug = model_slug(model)
 
+    run = Run(bank, f"screen-eval-{bank.hash[:12]}", seed, replay=replay)
+    trials = [TrialPlan(model, task, epoch) for epoch in range(1, epochs + 1) for task in chains]
+
+    def grounded(trial: TrialPlan) -> ModelClient:
+        # The model plays the task as its grounded view, drawn per trial, makes it look.
+        tseed = trial_seed(seed, trial.task.id, trial.epoch)
+        played = views[trial.task.id].play(guess_rng(model, trial.task.id, tseed))
+        return make_model(model, played, tseed)
+
     async def run_all() -> list[dict[str, Any]]:
         rows = []
-        for epoch in range(1, epochs + 1):
-            for task in chains:
-                tseed = trial_seed(seed, task.id, epoch)
-                played = views[task.id].play(guess_rng(model, task.id, tseed))
-                record = await run_trial(
-                    task,
-                    bank.world_of(task),
-                    make_model(model, played, tseed),
-                    seed=seed,
-                    epoch=epoch,
-                    bank_name=bank.name,
-                    bank_hash=bank.hash,
-                    run_id=f"screen-eval-{bank.hash[:12]}",
-                    model_slug=slug,
-                    replay=replay,
-                )
-                harness = record.is_harness_outcome
-                rows.append(
-                    {
-                        "model": slug,
-                        "task_id": task.id,
-                        "epoch": epoch,
-                        "verdict": record.verdict,
-                        "harness": harness,
-                    }
-                )
+        async for record in run.play(trials, grounded):
+            rows.append(
+                {
+                    "model": slug,
+                    "task_id": record.task_id,
+                    "epoch": record.trial,
+                    "verdict": record.verdict,
+                    "harness": record.is_harness_outcome,
+                }
+            )
         return rows
 
     return asyncio.run(run_all())

@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from apiflow.agent.heap import settle_loaded
-from apiflow.agent.ids import run_id_for, trial_seed
+from apiflow.agent.ids import run_id_for
 from apiflow.agent.loop import TrialLimits
 from apiflow.agent.replay import replay_for
-from apiflow.agent.trial import run_trial
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
-from apiflow.models import check_model_name, make_model, model_prices, model_slug, uses_litellm
+from apiflow.models import check_model_name, model_prices, model_slug, uses_litellm
 from apiflow.results.prices import DEFAULT_PRICE_TABLE, Prices, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
+from apiflow.runner import Run, TrialPlan
 
 ALL_TASKS = "all"
 
@@ -140,32 +140,20 @@ def _run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         max_seconds=args.max_seconds,
     )
-    run_id = run_id_for(bank.hash, slug, [t.id for t in tasks], args.epochs, args.seed)
-    replay = replay_for([args.model])
+    run = Run(
+        bank, run_id_for(bank.hash, slug, [t.id for t in tasks], args.epochs, args.seed), args.seed,
+        limits, params=params, replay=replay_for([args.model]),
+    )  # fmt: skip
+    trials = [TrialPlan(args.model, task, epoch) for epoch in range(1, args.epochs + 1) for task in tasks]
 
     async def run_all() -> int:
         # One event loop for the whole run: a fresh loop per trial would cost more than the trial.
         harness_outcomes = 0
-        for epoch in range(1, args.epochs + 1):
-            for task in tasks:
-                model = make_model(args.model, task, trial_seed(args.seed, task.id, epoch), params)
-                record = await run_trial(
-                    task,
-                    bank.world_of(task),
-                    model,
-                    seed=args.seed,
-                    epoch=epoch,
-                    bank_name=bank.name,
-                    bank_hash=bank.hash,
-                    run_id=run_id,
-                    limits=limits,
-                    model_slug=slug,
-                    replay=replay,
-                )
-                if prices is not None:
-                    record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, prices)
-                print(_summary(record, _write(record, out)), flush=True)
-                harness_outcomes += record.is_harness_outcome
+        async for record in run.play(trials):
+            if prices is not None:
+                record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, prices)
+            print(_summary(record, _write(record, out)), flush=True)
+            harness_outcomes += record.is_harness_outcome
         return harness_outcomes
 
     harness_outcomes = asyncio.run(run_all())

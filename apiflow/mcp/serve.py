@@ -1,7 +1,7 @@
 """``apiflow world serve --mcp``: one trial served to an MCP agent, graded and written like any other.
 
-The trial is ``run_trial``'s (``AgentBridge`` is its model); the MCP server runs beside it in the
-same event loop. The record goes to ``OUT/<slug>/<task>-t1.json``, the layout of ``apiflow run``,
+The trial is the runner's (``apiflow.runner.play_trial``; ``AgentBridge`` is its model); the MCP
+server runs beside it in the same event loop. The record goes to ``OUT/<slug>/<task>-t1.json``, the layout of ``apiflow run``,
 with the run id ``apiflow run`` would give the same task, seed and model.
 """
 
@@ -17,7 +17,6 @@ from typing import Literal
 from apiflow.agent.ids import run_id_for
 from apiflow.agent.loop import TrialLimits
 from apiflow.agent.prompts import initial_messages
-from apiflow.agent.trial import run_trial
 from apiflow.bank import Bank
 from apiflow.bank.task import Task
 from apiflow.mcp.bridge import AgentBridge
@@ -26,6 +25,7 @@ from apiflow.mcp.transports import http_endpoint, serve_stdio
 from apiflow.models.base import ModelClient
 from apiflow.models.registry import model_slug
 from apiflow.results.record import TrialRecord
+from apiflow.runner import Run, play_trial
 
 Transport = Literal["stdio", "http"]
 SERVE_MODEL = "external/mcp"
@@ -77,18 +77,8 @@ async def first_trial(
     bank: Bank, task: Task, model: ModelClient, *, slug: str, seed: int = 0, limits: TrialLimits | None = None
 ) -> TrialRecord:
     """Epoch 1 of ``task`` with ``model``, as ``apiflow run --task TASK`` runs it (same run id)."""
-    return await run_trial(
-        task,
-        bank.world_of(task),
-        model,
-        seed=seed,
-        epoch=1,
-        bank_name=bank.name,
-        bank_hash=bank.hash,
-        run_id=run_id_for(bank.hash, slug, [task.id], 1, seed),
-        limits=limits,
-        model_slug=slug,
-    )
+    run = Run(bank, run_id_for(bank.hash, slug, [task.id], 1, seed), seed, limits)
+    return await play_trial(run.spec(task, 1, slug), model)
 
 
 def write_record(record: TrialRecord, out: Path) -> Path:

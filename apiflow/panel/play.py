@@ -17,15 +17,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from apiflow.agent import run_trial
 from apiflow.agent.heap import settle_loaded
-from apiflow.agent.ids import trial_seed
 from apiflow.agent.replay import Replay, pool_worker_replay, replay_for, start_pool_worker
 from apiflow.bank.loader import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models.calibrated import CALIBRATED_PANEL
-from apiflow.models.registry import check_model_name, make_model, model_slug
+from apiflow.models.registry import check_model_name, model_slug
 from apiflow.results.rows import ROW_SCHEMA, record_to_row
+from apiflow.runner import Run, TrialPlan
 
 CALIBRATED_API = "apiflow/sim:calibrated-"
 
@@ -56,23 +55,13 @@ def play_epoch(
     """Every task of the bank, one trial of one offline model in epoch ``epoch``: one row per trial
     (the unit the stability runs play and resume); ``replay``: the run's, shared by its trials."""
     bank = bank_at(bank_path)
-    slug, name = model_slug(model), label(model)
+    name = label(model)
+    run = Run(bank, f"panel-check-{bank.hash[:12]}", seed, replay=replay)
+    trials = [TrialPlan(model, task, epoch) for task in bank.tasks.values()]
 
     async def run_all() -> list[dict[str, Any]]:
         rows = []
-        for task in bank.tasks.values():
-            record = await run_trial(
-                task,
-                bank.world_of(task),
-                make_model(model, task, trial_seed(seed, task.id, epoch)),
-                seed=seed,
-                epoch=epoch,
-                bank_name=bank.name,
-                bank_hash=bank.hash,
-                run_id=f"panel-check-{bank.hash[:12]}",
-                model_slug=slug,
-                replay=replay,
-            )
+        async for record in run.play(trials):
             row = record_to_row(record)
             rows.append({**{c: row[c] for c in COLUMNS}, "model": name})
         return rows

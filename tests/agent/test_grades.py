@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from apiflow.agent import run_trial_sync, trial_seed
+from apiflow.agent import TrialSpec, trial_seed
 from apiflow.agent import trial as agent_trial
 from apiflow.agent.grades import GradeMemo
 from apiflow.agent.replay import Replay
@@ -21,6 +21,7 @@ from apiflow.models import OFFLINE_MODELS, make_model
 from apiflow.models.adversarial import ADVERSARY_MODELS
 from apiflow.models.calibrated import calibrated_panel
 from apiflow.results.record import WALL_TIME_FIELDS, TrialRecord
+from apiflow.runner import play_trial_sync
 
 from .test_trial import _trial, _without_wall_time
 
@@ -214,18 +215,13 @@ def test_records_of_a_real_run_keep_their_wall_time_fields(bank: Bank, replay: R
     """A replayed grade takes nothing else from the first trial: the second record is its own."""
     task = bank.task("sample-w01-chain-1to07")
     records = [
-        run_trial_sync(
-            task,
-            bank.world_of(task),
-            make_model("apiflow/oracle", task, trial_seed(7, task.id, 1)),
-            seed=7,
-            epoch=1,
-            bank_name=bank.name,
-            bank_hash=bank.hash,
-            run_id=run_id,
-            model_slug=slug,
-            replay=replay,
-        )  # fmt: skip
+        play_trial_sync(
+            TrialSpec(
+                task=task, world=bank.world_of(task), seed=7, epoch=1, bank_name=bank.name,
+                bank_hash=bank.hash, run_id=run_id, model_slug=slug,
+            ),
+            make_model("apiflow/oracle", task, trial_seed(7, task.id, 1)), replay=replay,
+        )
         for run_id, slug in (("run-a", "slug-a"), ("run-b", "slug-b"))
     ]
     assert replay.grades.hits == 1

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from apiflow.agent import TrialLimits, run_loop, run_trial_sync
+from apiflow.agent import TrialLimits, TrialSpec, run_loop
 from apiflow.agent.ids import FIRST_INPUT_BOUNDS, agent_version, input_bounds
 from apiflow.agent.intake import TEXT_CHARS, TRANSCRIPT_CHARS, TURN_TOOL_CALLS, InputLog, TurnIntake
 from apiflow.agent.prompts import initial_messages
@@ -18,6 +18,7 @@ from apiflow.models import make_model
 from apiflow.models.base import GenerateConfig, ModelOutput, ToolCall, Usage
 from apiflow.models.litellm_client import parse_arguments
 from apiflow.results.record import Termination, TrialRecord
+from apiflow.runner import play_trial_sync
 from apiflow.tools.limits import ARGUMENT_CHARS
 
 from .fakes import FakeToolbox, tiny_task
@@ -46,10 +47,13 @@ def _trial(
     bank: Bank, model: Any, limits: TrialLimits | None = None, task_id: str = "sample-w01-sub01"
 ) -> TrialRecord:
     task = bank.task(task_id)
-    return run_trial_sync(
-        task, bank.world_of(task), model, seed=3, epoch=1, bank_name=bank.name, bank_hash=bank.hash,
-        run_id="r", limits=limits, model_slug="s",
-    )  # fmt: skip
+    return play_trial_sync(
+        TrialSpec(
+            task=task, world=bank.world_of(task), seed=3, epoch=1, bank_name=bank.name, bank_hash=bank.hash,
+            run_id="r", limits=limits, model_slug="s",
+        ),
+        model,
+    )
 
 
 def _hits(record: TrialRecord) -> dict[str, int]:

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from apiflow.agent import run_trial_sync
+from apiflow.agent import TrialSpec
 from apiflow.agent.replay import Replay, replay_for, replays
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.models.base import GenerateConfig, ModelOutput, ToolCall
+from apiflow.runner import play_trial_sync
 
 from .test_trial import _trial, _without_wall_time
 
@@ -80,10 +81,13 @@ def test_a_model_editing_what_ran_after_the_fact_changes_no_other_trial(bank: Ba
     honest_alone = _trial(bank, task_id)
     assert honest_alone.verdict == "C"
     replay = Replay()
-    forged = run_trial_sync(
-        task, bank.world_of(task), _Forger(honest_alone.messages), seed=7, epoch=1, bank_name=bank.name,
-        bank_hash=bank.hash, run_id="run-test", model_slug="slug", replay=replay,
-    )  # fmt: skip
+    forged = play_trial_sync(
+        TrialSpec(
+            task=task, world=bank.world_of(task), seed=7, epoch=1, bank_name=bank.name, bank_hash=bank.hash,
+            run_id="run-test", model_slug="slug",
+        ),
+        _Forger(honest_alone.messages), replay=replay,
+    )
     assert forged.verdict == "I" and forged.messages == honest_alone.messages  # the forgery took
     honest = _trial(bank, task_id, replay=replay)
     assert _without_wall_time(honest) == _without_wall_time(honest_alone)

@@ -7,13 +7,14 @@ from typing import Any
 
 import pytest
 
-from apiflow.agent import TrialLimits, run_trial_sync, trial_seed
+from apiflow.agent import TrialLimits, TrialSpec, trial_seed
 from apiflow.agent.replay import Replay
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.models import OFFLINE_MODELS, make_model
 from apiflow.models.adversarial import ADVERSARY_MODELS
 from apiflow.models.base import GenerateConfig, ModelOutput
 from apiflow.results.record import WALL_TIME_FIELDS, Termination, TrialRecord
+from apiflow.runner import play_trial_sync
 from apiflow.tools import tool_schema_hash
 
 
@@ -34,17 +35,19 @@ def _trial(
 ) -> TrialRecord:
     task = bank.task(task_id)
     model = model or make_model(model_name, task, trial_seed(seed, task_id, epoch))
-    return run_trial_sync(
-        task,
-        bank.world_of(task),
+    return play_trial_sync(
+        TrialSpec(
+            task=task,
+            world=bank.world_of(task),
+            seed=seed,
+            epoch=epoch,
+            bank_name=bank.name,
+            bank_hash=bank.hash,
+            run_id="run-test",
+            model_slug="slug",
+            limits=limits,
+        ),
         model,
-        seed=seed,
-        epoch=epoch,
-        bank_name=bank.name,
-        bank_hash=bank.hash,
-        run_id="run-test",
-        model_slug="slug",
-        limits=limits,
         replay=replay,
     )
 
@@ -117,16 +120,18 @@ def test_harness_error_is_unscored_not_a_model_failure(bank: Bank) -> None:
 def test_setup_fault_is_a_harness_error(bank: Bank) -> None:
     task = bank.task("sample-w01-sub01")
     bad = task.model_copy(update={"seed": [object()]})  # not a seed variable: the workspace cannot take it
-    record = run_trial_sync(
-        bad,
-        bank.world_of(task),
+    record = play_trial_sync(
+        TrialSpec(
+            task=bad,
+            world=bank.world_of(task),
+            seed=0,
+            epoch=1,
+            bank_name="b",
+            bank_hash="h",
+            run_id="r",
+            model_slug="s",
+        ),
         make_model("apiflow/oracle", task, 0),
-        seed=0,
-        epoch=1,
-        bank_name="b",
-        bank_hash="h",
-        run_id="r",
-        model_slug="s",
     )
     assert record.apiflow.termination is Termination.HARNESS_ERROR and record.verdict == ""
 

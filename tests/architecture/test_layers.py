@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bank", "analysis"),
     ("models",),
     ("agent",),
-    ("mcp", "testing"),
+    ("runner", "mcp", "testing"),
     ("authoring", "serve", "api", "panel", "viewer"),
     ("cli",),
     ("",),  # the package itself: ``apiflow/__init__.py`` (version, lazy notebook API)
@@ -183,3 +183,17 @@ def test_no_private_name_is_imported_across_packages() -> None:
                 if private and layer_of(node.module) != layer_of(name):
                     found.append(f"{name}: from {node.module} import {', '.join(private)}")
     assert found == []
+
+
+def test_trials_are_played_only_by_the_runner() -> None:
+    """``run_trial`` is called from ``apiflow.runner`` alone; every other caller (the CLI, the notebook
+    API, panels, screen-eval, gates, MCP serving, the grid's actors) goes through the runner."""
+    callers = []
+    for path in sorted([*(ROOT / "apiflow").rglob("*.py"), *(ROOT / "cluster").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                if name == "run_trial":
+                    callers.append(str(path.relative_to(ROOT)))
+    assert callers == ["apiflow/runner/run.py"]

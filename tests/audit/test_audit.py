@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from apiflow.agent import TrialSpec
 from apiflow.agent import trial as trial_module
-from apiflow.agent.trial import GRADING_RULES, run_trial_sync
+from apiflow.agent.trial import GRADING_RULES
 from apiflow.authoring import audit as audit_module
 from apiflow.authoring.audit import audit_bank, record_text, sample_tasks
 from apiflow.bank import DEFAULT_BANK, load_bank
@@ -16,6 +17,7 @@ from apiflow.cli import main
 from apiflow.grading.spec import AnswerFieldSpec
 from apiflow.models import make_model
 from apiflow.models.adversarial import ADVERSARIES
+from apiflow.runner import play_trial_sync
 
 V1 = DEFAULT_BANK.parent / "v1"
 V1_SAMPLE = 40
@@ -36,16 +38,18 @@ def v1_bank():
 
 def play(bank, task, model: str, *, model_seed: int, seed: int, epoch: int):
     """One real trial of ``model`` on ``task``, recorded as ``run_trial`` records it."""
-    return run_trial_sync(
-        task,
-        bank.worlds[task.world],
+    return play_trial_sync(
+        TrialSpec(
+            task=task,
+            world=bank.worlds[task.world],
+            seed=seed,
+            epoch=epoch,
+            bank_name=bank.name,
+            bank_hash=bank.hash,
+            run_id="audit",
+            model_slug="adv",
+        ),
         make_model(model, task, model_seed),
-        seed=seed,
-        epoch=epoch,
-        bank_name=bank.name,
-        bank_hash=bank.hash,
-        run_id="audit",
-        model_slug="adv",
     )
 
 

@@ -157,7 +157,8 @@ def test_cli_build_verify_stats_and_a_corrupted_copy(
 
 @pytest.mark.slow
 def test_offline_models_rank_on_v1_and_chains_get_harder_with_length() -> None:
-    from apiflow.agent import run_trial_sync
+    from apiflow.agent import TrialSpec
+    from apiflow.runner import play_trial_sync
     from apiflow.models import OFFLINE_PROFILES, make_model
 
     bank = v1()
@@ -168,16 +169,18 @@ def test_offline_models_rank_on_v1_and_chains_get_harder_with_length() -> None:
         passed = 0
         for task in tasks:
             for epoch in range(2):
-                record = run_trial_sync(
-                    task,
-                    bank.world_of(task),
+                record = play_trial_sync(
+                    TrialSpec(
+                        task=task,
+                        world=bank.world_of(task),
+                        seed=epoch,
+                        epoch=epoch + 1,
+                        bank_name=bank.name,
+                        bank_hash=bank.hash,
+                        run_id="t",
+                        model_slug=name.replace("/", "-"),
+                    ),
                     make_model(name, task, epoch),
-                    seed=epoch,
-                    epoch=epoch + 1,
-                    bank_name=bank.name,
-                    bank_hash=bank.hash,
-                    run_id="t",
-                    model_slug=name.replace("/", "-"),
                 )
                 passed += bool(record.passed)
                 if name == "apiflow/sim:ace" and task.kind == "chain":

@@ -8,13 +8,14 @@ import json
 import pytest
 from ray.exceptions import RayActorError
 
-from apiflow.agent import run_trial_sync, trial_seed
+from apiflow.agent import TrialSpec, trial_seed
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.models import make_model
 from apiflow.results import archives
 from apiflow.results.rows import record_to_row
 from apiflow.results.source import open_source
 from apiflow.results.store import ResultStore
+from apiflow.runner import play_trial_sync
 from cluster.dispatch import Dispatcher
 from cluster.plan import PlannedTrial
 from cluster.spec import GridSpec
@@ -61,8 +62,13 @@ def _record(planned: PlannedTrial):
     bank = load_bank(DEFAULT_BANK)
     task = bank.task(planned.task_id)
     model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-    record = run_trial_sync(task, bank.world_of(task), model, seed=0, epoch=1, run_id="r",
-                            bank_name=bank.name, bank_hash=bank.hash, model_slug="apiflow-oracle")  # fmt: skip
+    record = play_trial_sync(
+        TrialSpec(
+            task=task, world=bank.world_of(task), seed=0, epoch=1, run_id="r", bank_name=bank.name,
+            bank_hash=bank.hash, model_slug="apiflow-oracle",
+        ),
+        model,
+    )
     record.apiflow.trial_id = planned.trial_id
     return record
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from apiflow.agent import run_trial_sync, trial_seed
+from apiflow.agent import TrialSpec, trial_seed
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.models import make_model
 from apiflow.results.record import Termination
 from apiflow.results.rows import record_to_row
 from apiflow.results.store import ResultStore
+from apiflow.runner import play_trial_sync
 from cluster.budget import Ledger, SpendOnRecord, checkpoint, spend_on_record
 
 
@@ -23,8 +24,13 @@ def records():
     out = []
     for index, task in enumerate(list(bank.tasks.values())[:4]):
         model = make_model("apiflow/oracle", task, trial_seed(0, task.id, 1))
-        record = run_trial_sync(task, bank.world_of(task), model, seed=0, epoch=1, run_id="grid-run",
-                                bank_name=bank.name, bank_hash=bank.hash, model_slug="apiflow/oracle")  # fmt: skip
+        record = play_trial_sync(
+            TrialSpec(
+                task=task, world=bank.world_of(task), seed=0, epoch=1, run_id="grid-run",
+                bank_name=bank.name, bank_hash=bank.hash, model_slug="apiflow/oracle",
+            ),
+            model,
+        )
         record.apiflow.trial_id = f"trial-{index}"
         record.apiflow.cost_usd = 0.25 * (index + 1)  # 0.25, 0.50, 0.75, 1.00
         out.append(record)

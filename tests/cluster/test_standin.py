@@ -78,9 +78,10 @@ def test_unknown_conversation_is_a_bad_request():
 
 @pytest.mark.slow
 def test_malformed_and_empty_replies_reach_the_trial_through_litellm():
-    from apiflow.agent import run_trial_sync
+    from apiflow.agent import TrialSpec
     from apiflow.models import make_model
     from apiflow.models.retry import RetryPolicy, retry_hook
+    from apiflow.runner import play_trial_sync
 
     bank = load_bank(DEFAULT_BANK)
     task = bank.task("sample-w01-sub02")
@@ -89,8 +90,13 @@ def test_malformed_and_empty_replies_reach_the_trial_through_litellm():
             "openai/apiflow/oracle", task, 0, {"api_base": url, "api_key": "k", "max_retries": 0}
         )
         model.retry = retry_hook(RetryPolicy(max_attempts=2))  # type: ignore[attr-defined]
-        record = run_trial_sync(task, bank.world_of(task), model, seed=0, epoch=1, bank_name=bank.name,
-                                bank_hash=bank.hash, run_id="r", model_slug="standin")  # fmt: skip
+        record = play_trial_sync(
+            TrialSpec(
+                task=task, world=bank.world_of(task), seed=0, epoch=1, bank_name=bank.name,
+                bank_hash=bank.hash, run_id="r", model_slug="standin",
+            ),
+            model,
+        )
     assert record.apiflow.parse_errors > 0 and not record.is_harness_outcome  # the model's fault, not ours
     assert record.apiflow.retries == []  # malformed JSON is an answer, never retried
 

@@ -4,10 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from apiflow.agent import run_trial_sync, trial_seed
+from apiflow.agent import TrialSpec, trial_seed
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import OFFLINE_MODELS, make_model
+from apiflow.runner import play_trial_sync
 from cluster.budget import Ledger, worst_case_usd
 from cluster.plan import plan_grid, remaining, run_order, trial_limits
 from cluster.ratelimit import RateGate
@@ -63,11 +64,13 @@ def test_planned_id_equals_the_id_the_agent_records(bank):
     spec = spec_of(models=[{"model": "apiflow/sim:strong"}], epochs=1)
     planned = plan_grid(spec, bank)[0]
     task = bank.task(planned.task_id)
-    record = run_trial_sync(
-        task, bank.world_of(task), make_model("apiflow/sim:strong", task, trial_seed(planned.seed, task.id, 1)),
-        seed=planned.seed, epoch=1, bank_name=bank.name, bank_hash=bank.hash, run_id="r",
-        limits=trial_limits(spec), model_slug=spec.models[0].slug,
-    )  # fmt: skip
+    record = play_trial_sync(
+        TrialSpec(
+            task=task, world=bank.world_of(task), seed=planned.seed, epoch=1, bank_name=bank.name,
+            bank_hash=bank.hash, run_id="r", limits=trial_limits(spec), model_slug=spec.models[0].slug,
+        ),
+        make_model("apiflow/sim:strong", task, trial_seed(planned.seed, task.id, 1)),
+    )
     assert record.apiflow.trial_id == planned.trial_id
 
 

@@ -17,12 +17,13 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apiflow.agent import TrialLimits, run_trial_sync
+from apiflow.agent import TrialLimits, TrialSpec
 from apiflow.agent.ids import input_bounds
 from apiflow.models import make_model
 from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ToolCall, Usage
 from apiflow.results.record import HARNESS_OUTCOMES, TrialRecord
 from apiflow.results.rows import ROW_COLUMNS, record_to_row, rows_to_table
+from apiflow.runner import play_trial_sync
 
 from .strategies import arguments, fuzz_settings, json_values, odd_text, sample_bank, tool_names
 
@@ -130,10 +131,13 @@ def trials(draw: st.DrawFn) -> tuple[str, list[Any]]:
 def _run(task_id: str, model: DrawnModel, limits: TrialLimits) -> TrialRecord:
     bank = sample_bank()
     task = bank.task(task_id)
-    return run_trial_sync(
-        task, bank.world_of(task), model, seed=0, epoch=1, bank_name=bank.name, bank_hash=bank.hash,
-        run_id="fuzz", limits=limits, model_slug="fuzz-drawn",
-    )  # fmt: skip
+    return play_trial_sync(
+        TrialSpec(
+            task=task, world=bank.world_of(task), seed=0, epoch=1, bank_name=bank.name, bank_hash=bank.hash,
+            run_id="fuzz", limits=limits, model_slug="fuzz-drawn",
+        ),
+        model,
+    )
 
 
 @fuzz_settings(200)

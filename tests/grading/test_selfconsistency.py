@@ -13,10 +13,11 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from apiflow.agent.trial import run_trial_sync  # noqa: E402
+from apiflow.agent import TrialSpec
 from apiflow.bank import DEFAULT_BANK, load_bank  # noqa: E402
 from apiflow.grading.regrade import regrade  # noqa: E402
 from apiflow.models import make_model  # noqa: E402
+from apiflow.runner import play_trial_sync
 
 MODELS = ("apiflow/oracle", "apiflow/blank", "apiflow/sim:erratic")
 
@@ -26,16 +27,18 @@ def test_live_records_regrade_to_agreement(tmp_path: Path) -> None:
     verdicts = set()
     for name in MODELS:
         for task in bank.tasks.values():
-            record = run_trial_sync(
-                task,
-                bank.worlds[task.world],
+            record = play_trial_sync(
+                TrialSpec(
+                    task=task,
+                    world=bank.worlds[task.world],
+                    seed=3,
+                    epoch=1,
+                    bank_name=bank.name,
+                    bank_hash=bank.hash,
+                    run_id="selfcheck",
+                    model_slug=name.replace("/", "-").replace(":", "-"),
+                ),
                 make_model(name, task, 3),
-                seed=3,
-                epoch=1,
-                bank_name=bank.name,
-                bank_hash=bank.hash,
-                run_id="selfcheck",
-                model_slug=name.replace("/", "-").replace(":", "-"),
             )
             assert record.verifier is not None, record.apiflow.harness_error
             verdicts.add(record.verdict)

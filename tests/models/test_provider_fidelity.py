@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from apiflow.agent import run_trial_sync
+from apiflow.agent import TrialSpec
 from apiflow.agent.prompts import initial_messages
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.models import litellm_client
@@ -31,6 +31,7 @@ from apiflow.models.litellm_client import (
 )
 from apiflow.results.prices import cost_usd, load_price_table
 from apiflow.results.record import Termination, TrialRecord
+from apiflow.runner import play_trial_sync
 from apiflow.testing.standin_anthropic import sign
 from apiflow.testing.standin_server import StandinConfig, StandinServer
 
@@ -64,8 +65,13 @@ def reasoning_standin() -> Iterator[StandinServer]:
 
 def play(bank: Any, client: LiteLLMClient, task_id: str = TASK) -> TrialRecord:
     task = bank.task(task_id)
-    return run_trial_sync(task, bank.world_of(task), client, seed=0, epoch=1, bank_name=bank.name,
-                          bank_hash=bank.hash, run_id="r", model_slug="standin")  # fmt: skip
+    return play_trial_sync(
+        TrialSpec(
+            task=task, world=bank.world_of(task), seed=0, epoch=1, bank_name=bank.name, bank_hash=bank.hash,
+            run_id="r", model_slug="standin",
+        ),
+        client,
+    )
 
 
 def claude(server: StandinServer, replay: bool = True, **params: Any) -> LiteLLMClient:

@@ -6,27 +6,30 @@ from __future__ import annotations
 import asyncio
 import random
 
-from apiflow.agent import run_trial
+from apiflow.agent import TrialSpec
 from apiflow.bank import load_bank
 from apiflow.models.calibrated import _Script, _segments
 from apiflow.models.offline import ScriptedModel
 from apiflow.panel.play import COLUMNS, play_panel
+from apiflow.runner import play_trial
 
 
 def _verdict(bank, task, skip: set[int]) -> str:
     script = _Script(task, random.Random(0))
     script.skip |= skip
     record = asyncio.run(
-        run_trial(
-            task,
-            bank.world_of(task),
+        play_trial(
+            TrialSpec(
+                task=task,
+                world=bank.world_of(task),
+                seed=0,
+                epoch=1,
+                bank_name=bank.name,
+                bank_hash=bank.hash,
+                run_id="slip",
+                model_slug="slip",
+            ),
             ScriptedModel("slip", script.turns()),
-            seed=0,
-            epoch=1,
-            bank_name=bank.name,
-            bank_hash=bank.hash,
-            run_id="slip",
-            model_slug="slip",
         )
     )
     return record.verdict

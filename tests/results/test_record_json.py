@@ -30,16 +30,22 @@ def test_published_transcripts_serialise_to_the_same_bytes() -> None:
 
 
 def test_played_records_serialise_to_the_same_bytes() -> None:
-    from apiflow.agent import run_trial_sync, trial_seed
+    from apiflow.agent import TrialSpec, trial_seed
     from apiflow.bank import load_bank
     from apiflow.models import OFFLINE_MODELS, make_model
+    from apiflow.runner import play_trial_sync
 
     bank = load_bank()
     for task in list(bank.tasks.values())[:4]:
         for name in OFFLINE_MODELS:
             model = make_model(name, task, trial_seed(0, task.id, 1))
-            record = run_trial_sync(task, bank.world_of(task), model, seed=0, epoch=1, bank_name=bank.name,
-                                    bank_hash=bank.hash, run_id="json", model_slug=name)  # fmt: skip
+            record = play_trial_sync(
+                TrialSpec(
+                    task=task, world=bank.world_of(task), seed=0, epoch=1, bank_name=bank.name,
+                    bank_hash=bank.hash, run_id="json", model_slug=name,
+                ),
+                model,
+            )
             data = record.model_dump(mode="json")
             assert record.to_json_bytes() == reference(data)
             assert record.to_json() == reference(data).decode()

@@ -13,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from secretscan import needles
 
-from apiflow.agent.trial import run_trial_sync
+from apiflow.agent import TrialSpec
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.models import make_model
 from apiflow.models.base import GenerateConfig
 from apiflow.redact import REDACTED, is_secret_name, redact, secret_values, secrets_in
+from apiflow.runner import play_trial_sync
 
 KEY = "sk-proj-UNITfakeKEY0123456789abcdef"
 PLAIN = "UNITplainSECRETvalue-97531"  # not credential-shaped: only its env name makes it secret
@@ -86,8 +87,13 @@ def test_a_worlds_mock_tokens_stay_in_the_transcript_byte_for_byte(monkeypatch):
     task = bank.task("sample-w01-sub01")
 
     def record() -> str:
-        r = run_trial_sync(task, bank.world_of(task), make_model("apiflow/oracle", task, 1), seed=0, epoch=1,
-                           bank_name=bank.name, bank_hash=bank.hash, run_id="r", model_slug="oracle")  # fmt: skip
+        r = play_trial_sync(
+            TrialSpec(
+                task=task, world=bank.world_of(task), seed=0, epoch=1, bank_name=bank.name,
+                bank_hash=bank.hash, run_id="r", model_slug="oracle",
+            ),
+            make_model("apiflow/oracle", task, 1),
+        )
         assert r.passed
         return r.model_copy(update={"duration_s": 0.0}).to_json()
 

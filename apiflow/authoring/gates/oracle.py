@@ -4,7 +4,7 @@ Offline the oracle is the golden path with seeded benign variation — extra rea
 searches, independent calls reordered, equivalent argument encodings (JSON-string
 arguments, absolute URLs, lower-case header names, JSON-text bodies), numbers reported
 as strings — which also shows the grader is not brittle to harmless differences. Any
-other ``--oracle-model`` id runs the real agent loop (``apiflow.agent.run_trial_sync``).
+other ``--oracle-model`` id runs the real agent loop (``apiflow.runner.play_trial_sync``).
 """
 
 from __future__ import annotations
@@ -94,23 +94,18 @@ def solvability(
 
 
 def _model_attempts(task: Task, world: WorldDef, model_name: str, bank: Any) -> int:
-    from apiflow.agent import run_trial_sync
+    from apiflow.agent import TrialSpec
     from apiflow.models import make_model
     from apiflow.models.registry import model_slug
+    from apiflow.runner import play_trial_sync
 
     passes = 0
     for attempt in range(ATTEMPTS):
         model = make_model(model_name, task, attempt)
-        record = run_trial_sync(
-            task,
-            world,
-            model,
-            seed=attempt,
-            epoch=attempt + 1,
-            bank_name=getattr(bank, "name", "gate"),
-            bank_hash=getattr(bank, "hash", ""),
-            run_id="bank-gate",
-            model_slug=model_slug(model_name),
-        )
+        spec = TrialSpec(
+            task=task, world=world, seed=attempt, epoch=attempt + 1, bank_name=getattr(bank, "name", "gate"),
+            bank_hash=getattr(bank, "hash", ""), run_id="bank-gate", model_slug=model_slug(model_name),
+        )  # fmt: skip
+        record = play_trial_sync(spec, model)
         passes += bool(record.passed)
     return passes
