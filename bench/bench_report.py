@@ -33,7 +33,7 @@ from apiflow.analysis.table import load_table  # noqa: E402
 from apiflow.analysis.trials import select_rows, trials_from_table  # noqa: E402
 from apiflow.results.prices import load_price_table  # noqa: E402
 
-TABLE = ROOT / "tests" / "data" / "published-trials.parquet"
+TABLE = ROOT / "configs" / "panels" / "published-trials.parquet"
 TARGET_S = 10.0
 NAIVE_RESAMPLES = 200
 

@@ -55,8 +55,8 @@ def _stop_monitor(ray: Any) -> None:
     """Stop the private Ray's autoscaler monitor by its pid, before ``ray.shutdown``.
 
     Ray's shutdown stops the GCS before the monitor, whose SIGTERM handler then reports its own end
-    to the GCS just stopped and hangs until Ray kills it a second later: 1.0 of the 1.4 s a private
-    Ray took to stop (measured per process kind). A private local Ray never autoscales, and the
+    to the GCS just stopped and hangs until Ray kills it a second later: most of the time a private
+    Ray took to stop (measured per process kind: docs/results/issue11-round7.md). A private local Ray never autoscales, and the
     monitor holds nothing of ours. Reached through Ray's private node object (Ray is pinned); if
     that is not there, the shutdown is Ray's own, a second slower.
     """

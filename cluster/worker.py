@@ -83,7 +83,8 @@ def load_checked_bank(spec: GridSpec) -> Bank:
     """The grid's bank, refusing one whose hash differs from the pinned ``bank_hash``.
 
     Through the parsed-bank cache (``apiflow.bank.cache``): the driver parses a bank once per
-    machine and code version, every worker process then unpickles it (~0.3 s, not ~2.5 s).
+    machine and code version, every worker process then unpickles it, a fraction of the parse
+    (docs/results/042-result-store-measurements.md).
     """
     bank = load_bank(spec.bank, cache=True)
     if spec.bank_hash and spec.bank_hash != bank.hash:
@@ -330,7 +331,8 @@ def thread_cpu_s(loop_tid: int | None = None) -> dict[str, float]:
 FULL_COLLECTION_EVERY = 100
 """Middle-generation collections between two full ones (CPython's default: 10). An actor's open
 trials live for a provider's whole latency, so they all reach the oldest generation and every
-full collection walks them (~1 s with 500 open): ten times fewer of them. Cycles that reach the
+full collection walks them (for a second or so with hundreds open: docs/results/issue24-house.md,
+"Figures moved out of code comments"): ten times fewer of them. Cycles that reach the
 oldest generation wait longer to be freed; what is acyclic is freed by reference counting as
 before."""
 

@@ -2,10 +2,9 @@
 
 A process that plays many trials first loads what they all read (the bank: about a hundred
 thousand objects; litellm's modules when a provider is used). Left as they are, those objects are
-walked by every full collection, which the trials' own garbage sets off now and then: over 2,850
-calibrated ``bank/v1`` trials in one process the collector took 0.20 ms a trial and paused up to
-0.2 s, and 0.05-0.08 ms a trial with pauses of 20-35 ms once the loaded heap was frozen (docs/results/030-agent-loop-rounds.md,
-"Round four, together"). ``gc.freeze`` moves what exists now to
+walked by every full collection, which the trials' own garbage sets off now and then; frozen, the
+collector's share of a trial and its longest pauses fall several-fold (measured in
+docs/results/030-agent-loop-rounds.md, "Round four, together"). ``gc.freeze`` moves what exists now to
 the permanent generation: it is still freed by reference counting, only cycles among it wait for
 ``gc.unfreeze``, and what trials create is collected as before.
 
@@ -22,11 +21,10 @@ import gc
 from typing import Final
 
 YOUNG_COLLECTION_AFTER: Final = 100_000
-"""Net new tracked objects between young collections (CPython: 700). Measured over 4,465 calibrated
-``bank/v1`` grid trials in one process (``gc.callbacks``): the collector took 0.80-0.82 s at 700
-(2,057 young, 186 middle, 1 full collection), 0.44-0.65 s at 10,000 and 0.11 s at 100,000 (2 young
-collections of ~50 ms): 0.16 ms a trial less. Cycles wait longer to be freed: at most this many
-objects (tens of MB) of them."""
+"""Net new tracked objects between young collections (CPython: 700). Chosen from calibrated
+``bank/v1`` grid trials in one process (``gc.callbacks``), where the collector's time fell with each
+step from 700 through 10,000 to 100,000 (docs/results/030-agent-loop-rounds.md, "Round six"). Cycles wait longer to be
+freed: at most this many objects (tens of MB) of them."""
 
 
 def settle_loaded() -> None:

@@ -35,7 +35,7 @@ TEXT_CHARS: Final = 262_144
 
 A final answer with its card is a few hundred characters; the rest is cut (with a note saying
 so), so that one turn cannot fill the record and the grader's scan of the final text for JSON
-objects stays short (it is linear; 256 Ki of hostile text takes ~0.1 s, docs/design/031).
+objects stays short (it is linear in the text: docs/results/031-untrusted-model-input-measurements.md).
 """
 
 TRANSCRIPT_CHARS: Final = 16_777_216

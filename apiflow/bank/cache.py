@@ -1,9 +1,10 @@
 """A parsed-bank cache: the verified ``Bank`` pickled once, keyed by the bank hash and the code.
 
-Parsing ``bank/v1`` (481 YAML files into pydantic models) costs ~2.3-2.9 s CPU, and a grid pays
+Parsing ``bank/v1`` (481 YAML files into pydantic models) costs seconds of CPU, and a grid pays
 it in the driver and again in every worker process. With the cache a process verifies the
-manifest as always (every listed file's sha256: ~0.1 s) and unpickles the parsed bank (~0.2 s)
-instead (docs/design/042-result-store.md, "The bank, once per machine").
+manifest as always (every listed file's sha256) and unpickles the parsed bank instead, a small
+fraction of the parse (docs/design/042-result-store.md, "The bank, once per machine"; figures in
+docs/results/042-result-store-measurements.md).
 
 The key covers everything that decides the parsed objects: the bank hash (the content of every
 listed file), the sha256 of the ``apiflow`` source that defines and builds them, and the Python

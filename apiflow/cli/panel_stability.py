@@ -32,8 +32,8 @@ from apiflow.agent.replay import Replay, pool_worker_replay, replay_for, start_p
 from apiflow.bank.loader import load_bank
 from apiflow.errors import UsageError
 
-PUBLISHED = Path(__file__).resolve().parents[2] / "tests" / "data" / "published-trials.parquet"
-"""The published table in a source checkout (``--published`` names another copy)."""
+PUBLISHED = Path(__file__).resolve().parents[2] / "configs" / "panels" / "published-trials.parquet"
+"""The published table the pinned panel fit was made from (``--published`` names another copy)."""
 
 V1 = Path(__file__).resolve().parents[2] / "bank" / "v1"
 

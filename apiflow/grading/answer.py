@@ -68,7 +68,7 @@ def top_level_objects(text: str) -> list[dict[str, Any]]:
     while start != -1:
         # Only `"` or `}` can follow an object's `{`: anything else fails to decode anyway, and a
         # failed decode costs O(position) (its error counts lines), which made a text of many `{`
-        # quadratic to grade (256 Ki of `{` took 22 s; docs/design/031).
+        # quadratic to grade (docs/results/031-untrusted-model-input-measurements.md).
         if _OBJECT_START.match(text, start) is None:
             start = text.find("{", start + 1)
             continue
@@ -79,7 +79,7 @@ def top_level_objects(text: str) -> list[dict[str, Any]]:
             continue
         except RecursionError:
             # Nested past the decoder's depth limit: neither it nor any object inside it is a card.
-            # Skipping it whole keeps grading linear (retrying each inner `{` cost ~0.1 ms apiece).
+            # Skipping it whole keeps grading linear (retrying each inner `{` would redo the walk).
             start = text.find("{", _bracket_end(text, start))
             continue
         objects.append(value)

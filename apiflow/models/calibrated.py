@@ -127,8 +127,8 @@ def is_stuck(profile: CalibratedProfile, task: Task) -> bool:
 
 @functools.lru_cache(maxsize=65536)
 def _stuck(profile: CalibratedProfile, task_id: str, prompt: str, subtasks: int) -> bool:
-    # Asked once a trial, answered alike in every epoch (three hashes and a numpy threshold, ~40 µs):
-    # a grid asks it epochs times for each (model, task).
+    # Asked once a trial, answered alike in every epoch (three hashes and a numpy threshold): a grid
+    # asks it epochs times for each (model, task).
     world, key = _task_key(task_id, prompt)
     own_share = max(1.0 - profile.world_share - profile.task_share, 0.0)
     liability = (

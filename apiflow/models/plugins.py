@@ -190,8 +190,8 @@ def check_plugin_name(name: str) -> None:
 def litellm_routes() -> frozenset[str]:
     """litellm's provider route names, from a snapshot shipped with apiflow.
 
-    A snapshot rather than asking litellm: importing it costs seconds and ~150 MB in every
-    process that checks a plug-in name (each grid actor does), and litellm is optional.
+    A snapshot rather than asking litellm: importing it costs seconds of CPU and much memory in
+    every process that checks a plug-in name (each grid actor does), and litellm is optional.
     """
     text = (Path(__file__).parent / "litellm_routes.txt").read_text(encoding="utf-8")
     return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))

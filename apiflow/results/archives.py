@@ -80,8 +80,9 @@ def archive_bytes(members: Iterable[tuple[str, bytes]]) -> bytes:
 
     The bytes ``zipfile`` writes for the same members (``ZipInfo(name, (1980, 1, 1, 0, 0, 0))``, unix,
     mode 0644, ``writestr``: tests/results/test_archives.py holds the two equal), packed here in a few
-    ``struct`` calls a member: ``zipfile``'s writer costs ~40 µs a transcript (a writer object, and its
-    header written twice), a sixth of a batched trial's store. Past the classic format's limits
+    ``struct`` calls a member: ``zipfile``'s writer builds a writer object and writes each header twice,
+    a large share of a batched trial's store (docs/results/042-result-store-measurements.md). Past the
+    classic format's limits
     (4 GiB, 65,535 members) ``zipfile`` writes it, with its ZIP64 records.
     """
     members = list(members)

@@ -66,8 +66,9 @@ def model_token(model_slug: str) -> str:
 
 
 ROW_SUFFIXES = {"parquet": ".parquet", "arrow": ".arrow"}
-"""Per-trial row formats. Parquet is the default; Arrow IPC costs ~0.06 ms instead of ~1.5 ms to write
-(docs/design/042-result-store.md). Compacted files are always Parquet; readers accept both."""
+"""Per-trial row formats. Parquet is the default; Arrow IPC is far cheaper to write
+(docs/results/042-result-store-measurements.md). Compacted files are always Parquet; readers accept
+both."""
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,7 @@ class StandinServer:
 
     One asyncio loop serves every connection: a request waiting out its latency (or hanging) is
     a sleeping task, not a thread. With a thread per request, a thousand requests waking from
-    their latency at once fought over the GIL and cost the stand-in ~6 ms of CPU each
+    their latency at once fought over the GIL and cost the stand-in many times a request's own CPU
     (bench/bench_concurrency.py; docs/results/043-retries-and-rate-limits-measurements.md).
 
     Args:

@@ -28,8 +28,9 @@ MAX_PATTERN_LENGTH = 4096
 MAX_PROGRAM_SIZE = 1000
 """Largest compiled RE2 program accepted (the shipped patterns' largest is 59).
 
-Matching is linear in the text, but its constant grows with the program: ``[a-z]{1000}`` four
-times over (4,004 instructions) took 0.1 s on 5,000 characters once RE2's DFA ran out of memory.
+Matching is linear in the text, but its constant grows with the program, steeply once RE2's DFA
+runs out of memory (``[a-z]{1000}`` four times over: docs/results/issue24-house.md, "Figures moved
+out of code comments").
 """
 
 _OPTIONS = re2.Options()

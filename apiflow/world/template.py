@@ -27,7 +27,8 @@ from apiflow.world.state import MISSING
 Evaluator = Callable[[Features], Any]
 
 # RE2, not re: these scan bank text, and with backtracking a long run of "{{" (or of spaces) with
-# no closing "}}" took time quadratic in its length (48 KB: 30 s). `\n?$` is Python's `$`.
+# no closing "}}" took time quadratic in its length (docs/results/issue24-house.md, "Figures moved
+# out of code comments"). `\n?$` is Python's `$`.
 _WHOLE = linear_regex(r"^\{\{\s*(.+?)\s*\}\}\n?$")
 _INNER = linear_regex(r"\{\{\s*(.+?)\s*\}\}")
 

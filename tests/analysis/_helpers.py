@@ -9,7 +9,7 @@ import pyarrow as pa
 from apiflow.analysis.trials import Trials, trials_from_table
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-PUBLISHED = DATA / "published-trials.parquet"
+PUBLISHED = DATA.parents[1] / "configs" / "panels" / "published-trials.parquet"
 TRANSCRIPTS = DATA / "transcripts"
 
 

@@ -47,3 +47,15 @@ def test_ray_is_imported_only_by_the_actors_and_the_driver() -> None:
         str(p.relative_to(ROOT)) for p in (ROOT / "cluster").glob("*.py") if "ray" in imported_modules(p)
     )
     assert users == ["cluster/actors.py", "cluster/driver.py", "cluster/session.py"]
+
+
+def test_no_library_path_points_into_tests() -> None:
+    """A default the library reads must exist in an install too: nothing under ``apiflow/`` or
+    ``cluster/`` names a path in ``tests/``."""
+    found = []
+    for path in sorted([*(ROOT / "apiflow").rglob("*.py"), *(ROOT / "cluster").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if node.value == "tests" or node.value.startswith("tests/"):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert found == []

@@ -19,7 +19,7 @@ from apiflow.models.calibrated import load_profiles
 from apiflow.panel import check
 from apiflow.panel.stats import composition
 
-PUBLISHED = Path("tests/data/published-trials.parquet")
+PUBLISHED = Path("configs/panels/published-trials.parquet")
 FIXTURE = Path(__file__).parent / "data" / "fit-cut-down.json"
 CUT_DOWN = ["--models", "gpt-5.5,gpt-5.4-mini", "--iterations", "60"]
 PAIR = ["gpt-5.4-mini", "gpt-5.5"]

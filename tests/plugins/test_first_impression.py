@@ -24,7 +24,7 @@ from apiflow.analysis.document import ONE_WORLD, band_text, pct_ci
 from apiflow.cli import main
 
 APIFLOW = str(Path(sys.executable).parent / "apiflow")
-PUBLISHED = ROOT / "tests" / "data" / "published-trials.parquet"
+PUBLISHED = ROOT / "configs" / "panels" / "published-trials.parquet"
 
 
 def test_band_text_says_n_a_for_one_world_and_keeps_real_ranges():

@@ -8,6 +8,7 @@ from apiflow.models.base import Usage
 from apiflow.results.prices import DEFAULT_PRICE_TABLE, Prices, cost_usd, load_price_table
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data"  # copies of ../shared/fixtures
+PUBLISHED = Path(__file__).resolve().parents[2] / "configs" / "panels" / "published-trials.parquet"
 LEADERBOARD_GRID = Path(__file__).resolve().parents[2] / "configs" / "grids" / "leaderboard.yaml"
 
 
@@ -21,7 +22,7 @@ def test_default_table_prices_every_published_slug_and_route():
     import pyarrow.parquet as pq
 
     routes = set(
-        pq.read_table(FIXTURES / "published-trials.parquet", columns=["model_api"])["model_api"].to_pylist()
+        pq.read_table(PUBLISHED, columns=["model_api"])["model_api"].to_pylist()
     )
     for route in routes:  # the published provider routes are aliases of their slug
         assert table.has(route), route

@@ -17,6 +17,7 @@ from apiflow.results.rows import (
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data"  # copies of ../shared/fixtures
+PUBLISHED = Path(__file__).resolve().parents[2] / "configs" / "panels" / "published-trials.parquet"
 
 
 def test_schema_is_derived_from_the_row_model():
@@ -27,7 +28,7 @@ def test_schema_is_derived_from_the_row_model():
 
 
 def test_first_columns_equal_the_published_table():
-    published = pq.read_schema(FIXTURES / "published-trials.parquet")
+    published = pq.read_schema(PUBLISHED)
     n = len(published.names)
     assert tuple(published.names) == PUBLISHED_COLUMNS == ROW_COLUMNS[:n]
     for name in published.names:
@@ -35,7 +36,7 @@ def test_first_columns_equal_the_published_table():
 
 
 def test_published_row_reproduces_the_published_table_for_every_fixture_transcript():
-    table = pq.read_table(FIXTURES / "published-trials.parquet").to_pylist()
+    table = pq.read_table(PUBLISHED).to_pylist()
     by_key = {(r["model"], r["task_id"], r["trial"]): r for r in table}
     files = sorted((FIXTURES / "transcripts").glob("*/*.json"))
     assert len(files) == 42
