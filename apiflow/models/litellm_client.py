@@ -31,6 +31,7 @@ from typing import Any
 
 from apiflow.errors import UsageError
 from apiflow.models.base import ContextWindowExceeded, GenerateConfig, ModelOutput, ProviderError, ToolCall
+from apiflow.models.caching import marks_breakpoints, with_breakpoints
 from apiflow.models.provider_fields import (
     ReplayState,
     get_field,
@@ -243,7 +244,8 @@ class LiteLLMClient:
 
     Args:
         model: litellm model id, e.g. ``openai/gpt-5-mini``; recorded as ``model_api``.
-        params: Extra ``acompletion`` keyword arguments (``api_base``, ``api_key``, ``timeout``, ...).
+        params: Extra ``acompletion`` keyword arguments (``api_base``, ``api_key``, ``timeout``, ...),
+            and ``prompt_caching`` (default true: the rolling cache marks on the Claude routes).
         retry: The retry layer (``RetryHook``); default one attempt.
         replay: Send reasoning state back (default). Off only to show what a provider does
             without it (the stand-in's tests expect the live API's 400).
@@ -259,6 +261,12 @@ class LiteLLMClient:
     ) -> None:
         self.model_api = model
         self.params = dict(params or {})
+        caching = self.params.pop("prompt_caching", True)
+        if not isinstance(caching, bool):
+            raise UsageError(f"params.prompt_caching must be true or false, got {caching!r}")
+        self.marks_breakpoints = caching and marks_breakpoints(model)
+        """Send the rolling cache marks (``apiflow.models.caching``): on by default where the
+        provider caches only at marks."""
         self.retry: RetryHook = retry or single_attempt
         self.secrets = frozenset(secrets_in(self.params))
         """Credential values of ``params`` (``api_key``, auth headers), redacted with the environment's."""
@@ -306,6 +314,8 @@ class LiteLLMClient:
             "num_retries": 0,
             **config.extra,
         }
+        if self.marks_breakpoints:
+            kwargs["messages"], tools = with_breakpoints(kwargs["messages"], tools)
         if tools:
             kwargs["tools"] = tools
         if config.max_tokens is not None:

@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from apiflow.models.base import ModelOutput
+from apiflow.testing.standin_cache import PromptBill
 
 THINKING_RULE = (
     "When `thinking` is enabled, a final `assistant` message must start with a thinking block "
@@ -187,15 +188,14 @@ def _tool_input(arguments: dict[str, Any] | str) -> dict[str, Any]:
 
 
 def render_message(
-    model: str, output: ModelOutput, thinking: str | None, key: bytes, cached: bool
+    model: str, output: ModelOutput, thinking: str | None, key: bytes, prompt: PromptBill
 ) -> dict[str, Any]:
     """One Messages API reply for ``output``.
 
     Args:
         thinking: The turn's thinking text (None when thinking is off).
-        cached: The request marked a cache breakpoint: the already-seen prefix is a cache read and
-            the new part a cache write, as Anthropic bills prompt caching; without one nothing is
-            cached (Anthropic caches only at breakpoints).
+        prompt: The request's prompt tokens as the prompt cache billed them (``standin_cache``):
+            Anthropic caches only at marked breakpoints.
     """
     content: list[dict[str, Any]] = []
     if thinking is not None:
@@ -206,14 +206,11 @@ def render_message(
         content.append(
             {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)}
         )
-    usage = output.usage
-    # The offline model bills the already-seen prefix as a cache read and the new part as input;
-    # Anthropic caches only at a breakpoint, and then writes the new part to the cache.
     billed = {
-        "input_tokens": 0 if cached else usage.input + usage.cache_read,
-        "cache_creation_input_tokens": usage.input if cached else 0,
-        "cache_read_input_tokens": usage.cache_read if cached else 0,
-        "output_tokens": usage.output + (len(thinking) // 4 if thinking else 0),  # thinking is inside
+        "input_tokens": prompt.input,
+        "cache_creation_input_tokens": prompt.cache_write,
+        "cache_read_input_tokens": prompt.cache_read,
+        "output_tokens": output.usage.output + (len(thinking) // 4 if thinking else 0),  # thinking is inside
     }
     return {
         "id": "msg_standin",
@@ -225,18 +222,3 @@ def render_message(
         "stop_sequence": None,
         "usage": billed,
     }
-
-
-def has_cache_breakpoint(body: dict[str, Any]) -> bool:
-    """True when any system, tool or message block carries ``cache_control``."""
-    sources: list[Any] = [body.get("system"), body.get("tools")]
-    sources += [m.get("content") for m in body.get("messages") or ()]
-    return any(
-        isinstance(block, dict) and "cache_control" in block
-        for source in sources
-        for block in _listed(source)
-    )
-
-
-def _listed(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []

@@ -28,6 +28,7 @@ from apiflow.testing import standin_anthropic as anthropic_wire
 from apiflow.testing import standin_openai as openai_wire
 from apiflow.testing import standin_responses as responses_wire
 from apiflow.testing.standin_anthropic import Rejected
+from apiflow.testing.standin_cache import PromptBill, PromptCache, is_marked, prompt_blocks
 from apiflow.testing.standin_openai import CHARS_PER_TOKEN, ServerFault
 from apiflow.testing.standin_openai import error_body as _error
 
@@ -105,6 +106,8 @@ class StandinStats:
     billed_cache_read: int = 0
     billed_cache_write: int = 0
     billed_reasoning: int = 0
+    cache_marks: list[int] = field(default_factory=list)
+    """``cache_control`` marks of each Messages API request, in order of arrival."""
     in_flight: int = 0
     peak_in_flight: int = 0
     """Most requests open at once (being handled, latency included): bench/bench_concurrency.py."""
@@ -161,6 +164,8 @@ class StandinProvider:
         self.dice = random.Random(config.seed)
         self.lock = threading.Lock()
         self.key = hashlib.sha256(f"apiflow-standin-thinking|{config.seed}".encode()).digest()
+        self.prompt_cache = PromptCache()
+        """Anthropic's prompt cache, billed as Anthropic bills it (``standin_cache``)."""
         """Signs the thinking blocks this server mints, so it can tell a replayed one from a forged one."""
 
     def _roll(self) -> float:
@@ -286,8 +291,10 @@ class StandinProvider:
         turn = sum(m["role"] == "assistant" for m in conversation)
         if wire == "anthropic":
             thinking = _thinking(output, turn) if anthropic_wire.thinking_enabled(body) else None
-            cached = anthropic_wire.has_cache_breakpoint(body)
-            completion = self._messages_reply(body["model"], output, thinking, cached)
+            prompt = self.prompt_cache.bill(body)
+            with self.lock:
+                self.stats.cache_marks.append(sum(map(is_marked, prompt_blocks(body))))
+            completion = self._messages_reply(body["model"], output, thinking, prompt)
             billed = completion["usage"]
             self._bill(billed["input_tokens"], output.usage.output, billed["cache_read_input_tokens"],
                        billed["cache_creation_input_tokens"], billed["output_tokens"] - output.usage.output)  # fmt: skip
@@ -305,12 +312,12 @@ class StandinProvider:
         return 200, {}, completion
 
     def _messages_reply(
-        self, model: str, output: ModelOutput, thinking: str | None, cached: bool
+        self, model: str, output: ModelOutput, thinking: str | None, prompt: PromptBill
     ) -> dict[str, Any]:
         if self.config.p_empty and self._roll() < self.config.p_empty:  # the empty-reply fault, same dice
             self._count("empty")
             output = ModelOutput(usage=output.usage)
-        return anthropic_wire.render_message(model, output, thinking, self.key, cached)
+        return anthropic_wire.render_message(model, output, thinking, self.key, prompt)
 
     def _bill(self, input: int, output: int, cache_read: int, cache_write: int, reasoning: int) -> None:
         with self.lock:

@@ -281,7 +281,7 @@ def test_anthropic_cache_and_thinking_tokens_are_read_and_priced_per_kind(
 def test_without_a_cache_breakpoint_anthropic_bills_everything_as_input(
     bank: Any, standin: StandinServer
 ) -> None:
-    record = play(bank, claude(standin), "sample-w01-sub01")
+    record = play(bank, claude(standin, prompt_caching=False), "sample-w01-sub01")
     tokens = record.apiflow.tokens
     assert (tokens.cache_read, tokens.cache_write, tokens.reasoning) == (0, 0, 0)
     assert tokens.input == standin.provider.stats.billed_input > 0

@@ -1,0 +1,70 @@
+"""Prompt caching as the published runs had it: rolling cache breakpoints for the Claude routes.
+
+Anthropic caches a prompt prefix only where a request marks one (``cache_control``), at most four
+marks a request. The published runs (Inspect AI) marked the system prompt, the last tool and the last
+two user turns, and read most of every Claude prompt from the cache; a request with no mark pays the
+whole prompt as input on every call of a trial. OpenAI-style providers cache on their own and need no
+mark. The marks go on the copy of the conversation sent to the provider, never on the trial's
+transcript: caching changes what a call costs, not what the trial is or records (so it is a transport
+setting, outside the trial id; ``prompt_caching: false`` in a model's params turns it off).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+EPHEMERAL: Final = {"type": "ephemeral"}
+
+ROLLING_TURNS: Final = 2
+"""User or tool turns marked from the end: with the system prompt and the last tool, four marks, the
+most Anthropic accepts in one request."""
+
+
+def marks_breakpoints(model: str) -> bool:
+    """True for the routes that cache only at marked breakpoints: Anthropic's own and Claude on
+    Bedrock and Vertex AI."""
+    route, _, name = model.partition("/")
+    if route == "anthropic":
+        return True
+    return route in ("bedrock", "vertex_ai") and ("claude" in name or "anthropic." in name)
+
+
+def with_breakpoints(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Copies of ``messages`` (OpenAI chat shape) and ``tools`` with the rolling marks set: the system
+    prompt, the last tool, and the last ``ROLLING_TURNS`` user or tool messages.
+
+    Every system, user and tool message goes as text blocks, marked or not, so a turn is sent in the
+    same form before and after the mark moves past it: the prefix an earlier call cached is the
+    prefix this call sends. What is changed is copied; nothing given is edited (the client reuses its
+    converted messages call after call).
+    """
+    marked = [_as_blocks(m) if m.get("role") in ("system", "user", "tool") else m for m in messages]
+    for index, message in enumerate(marked):
+        if message.get("role") == "system":
+            marked[index] = _marked(message)
+            break
+    turns = [i for i, m in enumerate(marked) if m.get("role") in ("user", "tool")]
+    for index in turns[-ROLLING_TURNS:]:
+        marked[index] = _marked(marked[index])
+    tools = list(tools)
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": EPHEMERAL}
+    return marked, tools
+
+
+def _as_blocks(message: dict[str, Any]) -> dict[str, Any]:
+    """The message with non-empty string content as one text block (the API's own reading of it)."""
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        return {**message, "content": [{"type": "text", "text": content}]}
+    return message
+
+
+def _marked(message: dict[str, Any]) -> dict[str, Any]:
+    """The message with the mark on its last content block."""
+    content = message.get("content")
+    if not (isinstance(content, list) and content and isinstance(content[-1], dict)):
+        return message  # nothing a mark can sit on (an empty turn): left as it is, unmarked
+    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": EPHEMERAL}]}
