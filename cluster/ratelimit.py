@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from apiflow.models.provider_fields import usage_from_response
+
 
 @dataclass
 class TokenBucket:
@@ -91,14 +93,17 @@ class RateGate:
 class ActorCallGate:
     """The ``CallGate`` one trial hands the retry layer: its provider's gate actor plus a token estimate.
 
-    The estimate of the next request's tokens is the last request's actual tokens (a trial's
-    prompts only grow), starting from ``first_estimate``.
+    The estimate of the next request's tokens is the last request's counted tokens (a trial's
+    prompts only grow), starting from ``first_estimate``. A request is counted as the provider's
+    token limit counts it: cache reads only where the limit includes them (``counts_cache_reads``;
+    ``apiflow.models.caching.limit_counts_cache_reads``).
     """
 
-    def __init__(self, gate: Any, first_estimate: float = 2_000.0) -> None:
+    def __init__(self, gate: Any, first_estimate: float = 2_000.0, *, counts_cache_reads: bool = True) -> None:
         self.gate = gate
         self.estimate = first_estimate
         self.waited_s = 0.0
+        self.counts_cache_reads = counts_cache_reads
 
     async def before_attempt(self) -> float:
         waited = await self.gate.acquire.remote(self.estimate)
@@ -109,8 +114,13 @@ class ActorCallGate:
         await self.gate.rate_limited.remote(retry_after_s)
 
     async def after_attempt(self, response: Any) -> None:
-        usage = getattr(response, "usage", None)
-        total = getattr(usage, "total_tokens", None) if usage is not None else None
-        if isinstance(total, int | float) and total > 0:
-            await self.gate.correct.remote(self.estimate, float(total))
-            self.estimate = float(total)
+        raw = getattr(response, "usage", None)
+        if raw is None:
+            return
+        usage = usage_from_response(raw)
+        counted = usage.input + usage.cache_write + usage.output + usage.reasoning
+        if self.counts_cache_reads:
+            counted += usage.cache_read
+        if counted > 0:
+            await self.gate.correct.remote(self.estimate, float(counted))
+            self.estimate = float(counted)

@@ -20,6 +20,7 @@ from apiflow.agent.replay import replay_for
 from apiflow.bank import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import GenerateConfig, make_model, model_prices, uses_litellm
+from apiflow.models.caching import limit_counts_cache_reads
 from apiflow.models.plugins import FREE, BrokenModel
 from apiflow.models.registry import price_source
 from apiflow.models.retry import RetryPolicy, retry_hook
@@ -134,7 +135,12 @@ class TrialRunner:
             return BrokenModel(grid_model.model, f"cannot build {grid_model.model} on this worker: {exc}")
         if uses_litellm(grid_model.model):  # plug-ins and external agents bring their own transport
             gate = self.gates.get(grid_model.provider)
-            model.retry = retry_hook(self.policy, ActorCallGate(gate) if gate is not None else None)  # type: ignore[attr-defined]
+            call_gate = (
+                ActorCallGate(gate, counts_cache_reads=limit_counts_cache_reads(grid_model.model))
+                if gate is not None
+                else None
+            )
+            model.retry = retry_hook(self.policy, call_gate)  # type: ignore[attr-defined]
         if self.ledger is not None:
             model = BudgetedModel(
                 model, self.ledger, self.model_prices[index], grid_model.max_tokens or DEFAULT_MAX_TOKENS

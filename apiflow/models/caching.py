@@ -29,6 +29,14 @@ def marks_breakpoints(model: str) -> bool:
     return route in ("bedrock", "vertex_ai") and ("claude" in name or "anthropic." in name)
 
 
+def limit_counts_cache_reads(model: str) -> bool:
+    """Whether the provider's token rate limit counts tokens read from the prompt cache. Anthropic's
+    input-token limits count uncached input and cache writes, not cache reads; OpenAI-style providers
+    count the whole prompt. A gate that charged Claude its cache reads would throttle a cached run
+    many times over."""
+    return not marks_breakpoints(model)
+
+
 def with_breakpoints(
     messages: list[dict[str, Any]], tools: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
