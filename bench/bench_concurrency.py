@@ -41,15 +41,14 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import yaml  # noqa: E402
-from chaoskit import _wait_http, free_port  # noqa: E402
 
 from apiflow.bank import DEFAULT_BANK, load_bank  # noqa: E402
 from apiflow.results.prices import DEFAULT_PRICE_TABLE  # noqa: E402
+from cluster.chaos.kit import _wait_http, free_port  # noqa: E402
 
 
 def _vm_hwm_kb(pid: int) -> int:

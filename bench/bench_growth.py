@@ -31,7 +31,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 PRICES = str(ROOT / "configs/prices/2026-12.yaml")
 BATCH = 64
@@ -159,7 +158,7 @@ def main() -> int:
     try:
         places = [("local", None)]
         if not args.no_s3:
-            from chaoskit import MotoS3
+            from cluster.chaos.kit import MotoS3
 
             moto = MotoS3()
             moto.start()

@@ -39,10 +39,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-from chaoskit import _wait_http, free_port  # noqa: E402
 
 from apiflow.agent import TrialSpec  # noqa: E402
 from apiflow.bank import load_bank  # noqa: E402
@@ -52,6 +49,7 @@ from apiflow.models.retry import retry_hook  # noqa: E402
 from apiflow.results.prices import cost_usd, load_price_table  # noqa: E402
 from apiflow.runner import play_trial_sync  # noqa: E402
 from apiflow.tools.schemas import tool_schemas  # noqa: E402
+from cluster.chaos.kit import _wait_http, free_port  # noqa: E402
 
 BANK = ROOT / "bank" / "v1"
 TASK = "v1-w03-chain-1to04"

@@ -32,9 +32,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from chaoskit import _wait_http, free_port  # noqa: E402
 
 from apiflow.agent import TrialLimits, TrialSpec  # noqa: E402
 from apiflow.agent.ids import run_id_for, trial_seed  # noqa: E402
@@ -43,6 +40,7 @@ from apiflow.models import GenerateConfig, ModelOutput, make_model, model_slug  
 from apiflow.results.prices import cost_usd, load_price_table  # noqa: E402
 from apiflow.results.record import TrialRecord  # noqa: E402
 from apiflow.runner import play_trial  # noqa: E402
+from cluster.chaos.kit import _wait_http, free_port  # noqa: E402
 
 MODEL_ALIAS = "smollm2-135m-instruct"
 MODEL_ID = f"openai/{MODEL_ALIAS}"

@@ -44,7 +44,7 @@ def test_ray_is_imported_only_by_the_actors_and_the_driver() -> None:
     """Planning, budget, rate limits, the trial runner and `grid status` work without Ray
     (tests/cluster/test_without_ray.py runs the last two where `import ray` fails)."""
     users = sorted(
-        str(p.relative_to(ROOT)) for p in (ROOT / "cluster").glob("*.py") if "ray" in imported_modules(p)
+        str(p.relative_to(ROOT)) for p in (ROOT / "cluster").rglob("*.py") if "ray" in imported_modules(p)
     )
     assert users == ["cluster/actors.py", "cluster/driver.py", "cluster/session.py"]
 
@@ -58,4 +58,18 @@ def test_no_library_path_points_into_tests() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if node.value == "tests" or node.value.startswith("tests/"):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert found == []
+
+
+def test_tests_do_not_import_benchmark_scripts() -> None:
+    """What tests and benchmarks share lives in a package both import (``apiflow.testing``,
+    ``cluster.chaos``), not in a script a test reaches by putting ``bench/`` on ``sys.path``."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            func = node.func if isinstance(node, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and ast.unparse(func.value) == "sys.path"):
+                continue
+            if any(isinstance(n, ast.Constant) and "bench" in str(n.value) for n in ast.walk(node)):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []

@@ -12,27 +12,25 @@ Ray, which keeps the test near 90 s; ``bench/chaos.py`` runs all of it on the cl
 from __future__ import annotations
 
 import shutil
-import sys
 
 import pytest
 from clusterkit import ROOT
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.s3]
+from cluster.chaos.scenarios import Suite
+from cluster.chaos.suite import run
 
-sys.path.insert(0, str(ROOT / "bench"))
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.s3]
 
 
 def test_chaos_suite_small_loses_nothing(tmp_path):
     if shutil.which("moto_server", path=str(ROOT / ".venv/bin")) is None:
         pytest.fail("moto_server is missing: install the dev extra (moto[server])")
-    import chaos
-
-    suite = chaos.Suite(
+    suite = Suite(
         trials=90, faults_trials=45, budget_rerun=False, budget_fraction=0.6, driver_kills=1, budget_kills=1, s3_pause_s=3.0, hang_s=2.0,
         call_timeout_s=1.5, actors=2, trials_per_actor=8, deadline_s=600.0, inproc=("clean", "faults"),
         work=tmp_path,
     )  # fmt: skip
-    lines, ok = chaos.run(suite, ["clean", "faults", "chaos", "budget"])
+    lines, ok = run(suite, ["clean", "faults", "chaos", "budget"])
     report = "\n".join(lines)
     print(report)
     checks = [line for line in lines if line.startswith("[")]

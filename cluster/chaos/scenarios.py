@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import chaosreport
 import yaml
-from chaoskit import MotoS3, Standin, TwoNodeCluster
-from chaosreport import Check, Figures
 
-ROOT = Path(__file__).resolve().parents[1]
+from cluster.chaos import report as chaosreport
+from cluster.chaos.kit import MotoS3, Standin, TwoNodeCluster
+from cluster.chaos.report import Check, Figures
+
+ROOT = Path(__file__).resolve().parents[2]
 
 MODELS = ("openai/apiflow/oracle", "openai/apiflow/sim:strong", "openai/apiflow/sim:weak")
 PRICES = {"input": 1.0, "output": 4.0, "cache_read": 0.1, "cache_write": 1.25, "reasoning": 4.0}
