@@ -91,12 +91,20 @@ def is_retryable(exc: BaseException) -> bool:
 def retry_after_s(exc: BaseException, now: float | None = None) -> float | None:
     """Seconds the provider asked us to wait (``retry-after-ms``, ``retry-after`` seconds or HTTP date).
 
-    litellm keeps the vendor headers on ``exc.response.headers`` (not on ``exc.headers``).
+    litellm keeps the vendor headers on ``exc.response.headers`` for some routes and only on
+    ``exc.litellm_response_headers`` for others (``anthropic/``, ``fireworks_ai/``, the Responses API:
+    tests/models/test_retry_after_routes.py raises each route's own exception); ``exc.headers`` last.
     """
-    for holder in (getattr(exc, "response", None), exc):
-        headers = getattr(holder, "headers", None)
+    sources = (
+        getattr(getattr(exc, "response", None), "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+        getattr(exc, "headers", None),
+    )
+    for headers in sources:
         if not headers:
             continue
+        if type(headers) is dict:  # a plain copy keeps the sender's case; header names have none
+            headers = {str(k).lower(): v for k, v in headers.items()}
         try:
             millis = headers.get("retry-after-ms")
             if millis is not None:

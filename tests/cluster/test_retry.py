@@ -107,3 +107,12 @@ def test_classification_and_retry_after_forms():
         == 10.0
     )
     assert retry_after_s(ProviderFault(429)) is None
+
+
+def test_retry_after_from_a_plain_header_copy_in_any_case():
+    """litellm's ``litellm_response_headers`` can be a plain dict holding the sender's header case."""
+
+    class Copied(Exception):
+        litellm_response_headers = {"Retry-After": "3"}
+
+    assert retry_after_s(Copied()) == 3.0
