@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from apiflow.agent import TrialLimits
 from apiflow.agent.ids import agent_version
 from apiflow.bank import Bank, Task
+from apiflow.errors import UsageError
 from apiflow.tools import tool_schema_hash
 from cluster.spec import GridModel, GridSpec, canonical_hash
 
@@ -52,13 +53,17 @@ def model_route(model: GridModel) -> str:
 
 
 def select_tasks(spec: GridSpec, bank: Bank) -> list[Task]:
-    """The bank tasks the grid's filter keeps, in bank order."""
+    """The bank tasks the grid's filter keeps, in bank order.
+
+    Raises:
+        UsageError: the filter keeps no task (a grid of nothing is a mistake, not a finished run).
+    """
     wanted = spec.tasks
     if wanted.ids is not None:
         chosen = [bank.task(task_id) for task_id in wanted.ids]
     else:
         chosen = list(bank.tasks.values())
-    return [
+    kept = [
         t
         for t in chosen
         if (wanted.worlds is None or t.world in wanted.worlds)
@@ -66,13 +71,15 @@ def select_tasks(spec: GridSpec, bank: Bank) -> list[Task]:
         and (wanted.min_length is None or t.length >= wanted.min_length)
         and (wanted.max_length is None or t.length <= wanted.max_length)
     ]
+    if not kept:
+        used = wanted.model_dump(exclude_defaults=True, exclude={"count"})
+        raise UsageError(f"the grid's task filter {used or {}} keeps no task of bank {bank.name}")
+    return kept
 
 
 def task_slots(spec: GridSpec, bank: Bank) -> list[tuple[Task, int]]:
     """``(task, seed)`` per task slot: each selected task once, or cycled to ``tasks.count`` slots."""
     tasks = select_tasks(spec, bank)
-    if not tasks:
-        return []
     count = spec.tasks.count or len(tasks)
     return [(tasks[i % len(tasks)], spec.seed + (i // len(tasks)) * CYCLE_SEED_STRIDE) for i in range(count)]
 

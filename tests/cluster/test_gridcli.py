@@ -47,3 +47,15 @@ def test_dry_run_prints_the_estimate_and_starts_nothing(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "273 to run" in captured.err and "estimated cost" in captured.err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_filter_that_keeps_no_task_is_an_error_not_an_empty_grid(tmp_path, capsys):
+    import yaml
+
+    grid = yaml.safe_load((ROOT / "configs/grids/demo.yaml").read_text())
+    grid.update(tasks={"worlds": ["w99"]}, out=str(tmp_path / "o"))
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    assert main(["grid", "run", str(tmp_path / "grid.yaml"), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "keeps no task of bank sample" in err and "w99" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
