@@ -42,19 +42,3 @@ def replays(models: Iterable[str]) -> bool:
 def replay_for(models: Iterable[str]) -> Replay | None:
     """A fresh ``Replay`` for a run of ``models``, or None when replay is not sound for them."""
     return Replay() if replays(models) else None
-
-
-# A process pool's worker serves one run: it keeps that run's Replay from its start to its end,
-# so trials of the run that land in the same worker share it as trials in one process do.
-_pool_worker_replay: Replay | None = None
-
-
-def start_pool_worker(models: tuple[str, ...]) -> None:
-    """``ProcessPoolExecutor`` initializer: this worker's own ``Replay`` for the run of ``models``."""
-    global _pool_worker_replay
-    _pool_worker_replay = replay_for(models)
-
-
-def pool_worker_replay() -> Replay | None:
-    """The ``Replay`` ``start_pool_worker`` made in this worker process (None outside a pool)."""
-    return _pool_worker_replay

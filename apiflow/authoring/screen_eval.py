@@ -18,7 +18,6 @@ import importlib
 import json
 import random
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from apiflow.agent.ids import trial_seed
-from apiflow.agent.replay import Replay, pool_worker_replay, replay_for, start_pool_worker
+from apiflow.agent.replay import Replay, replay_for
 from apiflow.analysis.screen import cells_at_most
 from apiflow.analysis.trials import trials_from_table
 from apiflow.authoring.generate.plant import read_side_file
@@ -37,6 +36,7 @@ from apiflow.errors import UsageError
 from apiflow.models.base import ModelClient
 from apiflow.models.registry import OFFLINE_PROFILES, SIM_PREFIX, check_model_name, make_model, model_slug
 from apiflow.runner import Run, TrialPlan
+from apiflow.runner.pool import in_worker, replay_pool
 
 THRESHOLDS = (0, 1, 3)
 """A cell is flagged when its passes over the panel's trials are at most this many."""
@@ -227,13 +227,9 @@ def _play_all(units: list[tuple[int, str, str]], epochs: int, jobs: int) -> Iter
         replay = replay_for(models)
         yield from (play_model(path, model, epochs, seed, replay) for seed, path, model in units)
         return
-    with ProcessPoolExecutor(max_workers=jobs, initializer=start_pool_worker, initargs=(models,)) as pool:
-        futures = [pool.submit(_play_model_in_pool, path, model, epochs, seed) for seed, path, model in units]
+    with replay_pool(jobs, models) as pool:
+        futures = [pool.submit(in_worker, play_model, path, model, epochs, seed) for seed, path, model in units]
         yield from (f.result() for f in futures)
-
-
-def _play_model_in_pool(bank_path: str, model: str, epochs: int, seed: int) -> list[dict[str, Any]]:
-    return play_model(bank_path, model, epochs, seed, pool_worker_replay())
 
 
 def _worlds(bank: Bank) -> int | None:

@@ -21,16 +21,16 @@ import os
 import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from apiflow.agent.replay import Replay, pool_worker_replay, replay_for, start_pool_worker
+from apiflow.agent.replay import Replay, replay_for
 from apiflow.bank.loader import load_bank
 from apiflow.errors import UsageError
+from apiflow.runner.pool import in_worker, replay_pool
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "configs" / "panels" / "published-trials.parquet"
 """The published table the pinned panel fit was made from (``--published`` names another copy)."""
@@ -129,10 +129,6 @@ def play_unit(
     return len(rows)
 
 
-def _play_unit_in_pool(bank_path: str, model: str, epoch: int, seed: int, path: str) -> int:
-    return play_unit(bank_path, model, epoch, seed, path, pool_worker_replay())
-
-
 def _play(units: list[tuple[Path, str, int, Path]], seed: int, jobs: int) -> None:
     todo = [u for u in units if not u[3].is_file()]
     say(
@@ -152,8 +148,8 @@ def _play(units: list[tuple[Path, str, int, Path]], seed: int, jobs: int) -> Non
         for a in args:
             done(a, play_unit(*a, replay=replay))
         return
-    with ProcessPoolExecutor(max_workers=jobs, initializer=start_pool_worker, initargs=(models,)) as pool:
-        futures = [pool.submit(_play_unit_in_pool, *a) for a in args]
+    with replay_pool(jobs, models) as pool:
+        futures = [pool.submit(in_worker, play_unit, b, m, e, s, p) for b, m, e, s, p in args]
         for a, future in zip(args, futures, strict=True):
             done(a, future.result())
 

@@ -11,20 +11,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from functools import cache
 from typing import Any
 
 import pyarrow as pa
 
 from apiflow.agent.heap import settle_loaded
-from apiflow.agent.replay import Replay, pool_worker_replay, replay_for, start_pool_worker
+from apiflow.agent.replay import Replay, replay_for
 from apiflow.bank.loader import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models.calibrated import CALIBRATED_PANEL
 from apiflow.models.registry import check_model_name, model_slug
 from apiflow.results.rows import ROW_SCHEMA, record_to_row
 from apiflow.runner import Run, TrialPlan
+from apiflow.runner.pool import in_worker, replay_pool
 
 CALIBRATED_API = "apiflow/sim:calibrated-"
 
@@ -76,9 +76,6 @@ def play_model(
     return [row for epoch in range(1, epochs + 1) for row in play_epoch(bank_path, model, epoch, seed, replay)]
 
 
-def _play_model_in_pool(bank_path: str, model: str, epochs: int, seed: int) -> list[dict[str, Any]]:
-    return play_model(bank_path, model, epochs, seed, pool_worker_replay())
-
 
 def play_panel(
     bank_path: str,
@@ -115,10 +112,8 @@ def play_panel(
         for model in models:
             done(model, play_model(str(bank_path), model, epochs, seed, replay))
     else:
-        with ProcessPoolExecutor(
-            max_workers=jobs, initializer=start_pool_worker, initargs=(tuple(models),)
-        ) as pool:
-            futures = [pool.submit(_play_model_in_pool, str(bank_path), m, epochs, seed) for m in models]
+        with replay_pool(jobs, models) as pool:
+            futures = [pool.submit(in_worker, play_model, str(bank_path), m, epochs, seed) for m in models]
             for model, future in zip(models, futures, strict=True):
                 done(model, future.result())
     return pa.Table.from_pylist([r for rows in parts for r in rows], schema=SCHEMA)

@@ -85,6 +85,8 @@ class Run:
     ) -> AsyncIterator[TrialRecord]:
         """Play ``trials`` one after another, in order; ``build`` makes a trial's model when the
         caller needs another than ``Run.model`` (screen-eval plays a perturbed view of the task)."""
+        slugs: dict[str, str] = {}
         for trial in trials:
             model = build(trial) if build is not None else self.model(trial.model, trial.task, trial.epoch)
-            yield await play_trial(self.spec(trial.task, trial.epoch, model_slug(trial.model)), model, self.replay)
+            slug = slugs.get(trial.model) or slugs.setdefault(trial.model, model_slug(trial.model))
+            yield await play_trial(self.spec(trial.task, trial.epoch, slug), model, self.replay)
