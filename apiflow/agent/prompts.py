@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 
 from apiflow.bank.task import Task
-from apiflow.world.memo import IdentityMemo
 
 SYSTEM_PROMPT = """\
 You are an agent that gets real work done against HTTP APIs. Seven tools are available to you.
@@ -102,15 +101,11 @@ def user_message(task: Task) -> str:
     return f"{task.prompt}\n\n{card_instruction(task.card_fields, chain=task.kind == 'chain')}"
 
 
-_user_texts: IdentityMemo[Task, str] = IdentityMemo()
-"""Each (frozen) task object's user message: a bank hands the same objects to every trial."""
-
-
 def initial_messages(task: Task) -> list[dict[str, str]]:
     """The two messages every trial starts with (system, user)."""
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": _user_texts.get(task, user_message)},
+        {"role": "user", "content": user_message(task)},
     ]
 
 

@@ -52,8 +52,15 @@ _FIELDS: dict[str, tuple[type[Spec], tuple[str, ...]]] = {
 }
 
 
-def spec_from_published(entry: Mapping[str, Any]) -> Spec:
+SpecMemo = dict[tuple[Any, ...], Spec]
+"""Specs already built, by exact key: a regrade owns one for the files it reads (``regrade_files``)."""
+
+
+def spec_from_published(entry: Mapping[str, Any], memo: SpecMemo | None = None) -> Spec:
     """The predicate spec a published ``predicates[]`` entry was graded from.
+
+    With ``memo``, a spec built before from equal values is handed back (every trial of a task
+    repeats the same predicates, so a regrade validates each distinct one once).
 
     Raises:
         PublishedSpecError: Unknown kind or unreadable parameters.
@@ -69,17 +76,17 @@ def spec_from_published(entry: Mapping[str, Any]) -> Spec:
         prompt_quote=detail.get("prompt_quote") or "",
         segment=entry.get("segment", detail.get("segment")),
     )
-    # Every trial of a task repeats the same predicates: validate each distinct one once per process.
+    if memo is None:
+        return _build(kind, values, str(entry.get("label")))
     key = _memo_key(kind, values)
-    spec = _MEMO.get(key)
+    spec = memo.get(key)
     if spec is None:
-        if len(_MEMO) >= _MEMO_SIZE:
-            _MEMO.clear()
-        spec = _MEMO[key] = _build(kind, values, str(entry.get("label")))
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        spec = memo[key] = _build(kind, values, str(entry.get("label")))
     return spec
 
 
-_MEMO: dict[tuple[Any, ...], Spec] = {}
 _MEMO_SIZE = 8192
 
 
@@ -110,9 +117,9 @@ def _build(kind: str, values: dict[str, Any], label: str) -> Spec:
         return model.model_construct(**values)
 
 
-def specs_from_verifier(verifier: Mapping[str, Any]) -> list[Spec]:
+def specs_from_verifier(verifier: Mapping[str, Any], memo: SpecMemo | None = None) -> list[Spec]:
     """Every recorded predicate of a verifier payload, as specs, in recorded order."""
-    return [spec_from_published(p) for p in verifier.get("metadata", {}).get("predicates") or ()]
+    return [spec_from_published(p, memo) for p in verifier.get("metadata", {}).get("predicates") or ()]
 
 
 def generation_of(verifier: Mapping[str, Any]) -> Generation:

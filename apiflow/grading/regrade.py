@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from apiflow.errors import UsageError
-from apiflow.grading.published import PublishedSpecError, generation_of, specs_from_verifier
+from apiflow.grading.published import PublishedSpecError, SpecMemo, generation_of, specs_from_verifier
 from apiflow.grading.rules import PUBLISHED, RULE_SETS
 from apiflow.grading.transcript import evidence_from_transcript
 from apiflow.grading.verdict import grade
@@ -96,13 +96,20 @@ def recorded_rules(verifier: Mapping[str, Any]) -> str:
     return name if isinstance(name, str) and name in RULE_SETS else PUBLISHED.name
 
 
-def check_trial(path: str, trial: Mapping[str, Any], rules: str | None, summary: RegradeSummary) -> None:
-    """Regrade one parsed trial and add the outcome to ``summary`` (``rules=None``: its recorded rules)."""
+def check_trial(
+    path: str,
+    trial: Mapping[str, Any],
+    rules: str | None,
+    summary: RegradeSummary,
+    memo: SpecMemo | None = None,
+) -> None:
+    """Regrade one parsed trial and add the outcome to ``summary`` (``rules=None``: its recorded rules;
+    ``memo``: specs already built by this regrade)."""
     verifier = trial.get("verifier")
     if not trial.get("verdict") or not isinstance(verifier, dict):
         summary.unscored += 1
         return
-    specs = specs_from_verifier(verifier)
+    specs = specs_from_verifier(verifier, memo)
     result = grade(
         specs,
         [],
@@ -130,6 +137,7 @@ def check_trial(path: str, trial: Mapping[str, Any], rules: str | None, summary:
 def regrade_files(paths: Iterable[str], rules: str | None = None) -> RegradeSummary:
     """Regrade a batch of files (one worker's chunk); a bad file is counted, never fatal."""
     summary = RegradeSummary()
+    memo: SpecMemo = {}
     for path in paths:
         summary.files += 1
         try:
@@ -139,7 +147,7 @@ def regrade_files(paths: Iterable[str], rules: str | None = None) -> RegradeSumm
             trial = orjson.loads(raw)
             if not isinstance(trial, dict) or "messages" not in trial:
                 raise PublishedSpecError("not a schema-1.0 trial")
-            check_trial(path, trial, rules, summary)
+            check_trial(path, trial, rules, summary, memo)
         except (OSError, orjson.JSONDecodeError, PublishedSpecError) as exc:
             summary.errors += 1
             summary.failures.append({"path": path, "error": f"{type(exc).__name__}: {exc}"})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from apiflow.bank.task import GoldenCall, Task
 from apiflow.models.base import GenerateConfig, ModelOutput, ToolCall, Usage
@@ -23,10 +23,8 @@ from apiflow.models.reading import (
     CanaryReader,
     canary_reader,
     cut_ref,
-    literals_of,
-    script_literals,
 )
-from apiflow.world.canaries import SALTED, SEPARATOR
+from apiflow.world.canaries import CANARY_SHAPE, SALTED, SEPARATOR
 from apiflow.world.memo import IdentityMemo
 
 _MARK, _ESCAPED_MARK = PREVIEW_MARKS
@@ -37,18 +35,30 @@ MISSING_REF = "request:req-000000/response:resp-00000000"
 _CHARS_PER_TOKEN = 4
 
 
+class _CallInfo(NamedTuple):
+    """What a script needs of a bank call, derived once per call object (``_call_memo``)."""
+
+    has_refs: bool
+    """The arguments hold a ``{{ref:N}}``."""
+    size: int
+    """Approximate JSON size of name + arguments (the token meter's)."""
+    dumped: str | None
+    """The arguments' JSON as ``CanaryReader.apply`` writes it; None for string arguments."""
+    literals: frozenset[str]
+    """The bank canary literals the arguments name."""
+
+
 # Offline models replay the same bank objects in every trial; deriving their scripts and
-# argument sizes once per object keeps the offline model far below the harness's own cost.
-_call_memo: IdentityMemo[GoldenCall, tuple[bool, int, str | None]] = IdentityMemo()
+# what each call needs once per object keeps the offline model far below the harness's own cost.
+_call_memo: IdentityMemo[GoldenCall, _CallInfo] = IdentityMemo()
 _script_memo: IdentityMemo[Task, list[Turn]] = IdentityMemo()
 
 
-def _call_info(call: GoldenCall) -> tuple[bool, int, str | None]:
-    """(arguments hold a ``{{ref:N}}``, approximate JSON size of name + arguments, the arguments'
-    JSON as ``CanaryReader.apply`` writes it, None for a string)."""
+def _call_info(call: GoldenCall) -> _CallInfo:
     text = json.dumps(call.arguments)
     raw = None if isinstance(call.arguments, str) else json.dumps(call.arguments, ensure_ascii=False)
-    return "{{ref:" in text, len(text) + len(call.name), raw
+    literals = frozenset(m.group(0) for m in CANARY_SHAPE.finditer(text))
+    return _CallInfo("{{ref:" in text, len(text) + len(call.name), raw, literals)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +83,19 @@ class Turn:
 
     calls: tuple[PlannedCall, ...] = ()
     text: str = ""
+
+
+def literals_of(turn: Turn) -> frozenset[str]:
+    """Bank canary literals a turn names (asked only while a cut preview is unread)."""
+    found = [_call_memo.get(p.call, _call_info).literals for p in turn.calls]
+    if turn.text:
+        found.append(frozenset(m.group(0) for m in CANARY_SHAPE.finditer(json.dumps(turn.text))))
+    return frozenset().union(*found)
+
+
+def script_literals(turns: list[Turn]) -> frozenset[str]:
+    """Every bank canary literal a script names."""
+    return frozenset().union(*(literals_of(t) for t in turns))
 
 
 def resolve_refs(value: Any, refs: dict[int, str]) -> Any:
@@ -130,18 +153,6 @@ def _golden_turns(task: Task) -> list[Turn]:
 
 
 _RESPONSE_REF_RE = re.compile(r'^\{"response_ref": "([^"]+)"')
-_tools_chars: dict[int, tuple[list[dict[str, Any]], int]] = {}
-"""Memo of the schema list's JSON size by identity (the list is kept, so its id stays valid;
-lists cannot be weakly referenced). Runners pass one schema list for every trial."""
-
-
-def _schema_chars(tools: list[dict[str, Any]]) -> int:
-    hit = _tools_chars.get(id(tools))
-    if hit is None or hit[0] is not tools:
-        if len(_tools_chars) > 32:  # many distinct lists (tests): stay bounded
-            _tools_chars.clear()
-        hit = _tools_chars[id(tools)] = (tools, len(json.dumps(tools)))
-    return hit[1]
 
 
 @dataclass(slots=True)
@@ -163,7 +174,7 @@ class _TokenMeter:
     ) -> Usage:
         """Usage of a call whose ``message_count`` messages added ``new_chars`` since the last call."""
         if not self.seen_messages:
-            new_chars += _schema_chars(tools)
+            new_chars += len(json.dumps(tools))
         new_tokens = new_chars // _CHARS_PER_TOKEN
         cached = self.seen_tokens
         self.seen_messages, self.seen_tokens = message_count, cached + new_tokens
@@ -260,7 +271,7 @@ class ScriptedModel:
 
     def _tool_call(self, turn_no: int, i: int, planned: PlannedCall) -> tuple[ToolCall, int]:
         call_id = f"call-{turn_no:03d}-{i}"
-        has_refs, size, dumped = _call_memo.get(planned.call, _call_info)
+        has_refs, size, dumped, _ = _call_memo.get(planned.call, _call_info)
         arguments: dict[str, Any] | str = planned.call.arguments
         if has_refs:
             arguments, size = _resolve_sized(arguments, self._refs)

@@ -13,7 +13,7 @@ import re
 from collections import OrderedDict
 from typing import Any, Final
 
-from apiflow.world.canaries import CANARY_SHAPE, SCOPE_HEADER, SEPARATOR
+from apiflow.world.canaries import SCOPE_HEADER, SEPARATOR
 
 PREVIEW_MARK = "…"
 PREVIEW_MARKS = (PREVIEW_MARK, "\\u2026")  # as shown, and as an ASCII-escaped tool result carries it
@@ -32,39 +32,6 @@ def cut_ref(content: str) -> str | None:
     except (ValueError, AttributeError):
         return None
     return match.group(1) if isinstance(preview, str) and preview.endswith(PREVIEW_MARK) else None
-
-
-_scripts: dict[int, tuple[list[Any], frozenset[str]]] = {}
-
-
-def script_literals(turns: list[Any]) -> frozenset[str]:
-    """Every bank canary literal a script names (memoised by identity, like ``_turn_literals``)."""
-    hit = _scripts.get(id(turns))
-    if hit is not None and hit[0] is turns:
-        return hit[1]
-    found = frozenset().union(*(literals_of(t) for t in turns)) if turns else frozenset()
-    if len(_scripts) > 4096:
-        _scripts.clear()
-    _scripts[id(turns)] = (turns, found)
-    return found
-
-
-_turn_literals: dict[int, tuple[Any, frozenset[str]]] = {}
-"""Memo of the literals each turn names, by identity (scripts are shared per task; the turn is
-kept so its id stays valid, and the memo is cleared when it grows past a bound)."""
-
-
-def literals_of(turn: Any) -> frozenset[str]:
-    """Bank canary literals a turn names (asked only while a cut preview is unread)."""
-    hit = _turn_literals.get(id(turn))
-    if hit is not None and hit[0] is turn:
-        return hit[1]
-    text = json.dumps([turn.text, [p.call.arguments for p in turn.calls]])
-    found = frozenset(m.group(0) for m in CANARY_SHAPE.finditer(text))
-    if len(_turn_literals) > 65536:
-        _turn_literals.clear()
-    _turn_literals[id(turn)] = (turn, found)
-    return found
 
 
 @functools.lru_cache(maxsize=1024)

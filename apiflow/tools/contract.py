@@ -8,6 +8,7 @@ models adapt to them; a tool refuses a call by raising ``ToolError``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,6 @@ from apiflow.tools.refs import parse_entity_ref
 from apiflow.tools.result import ToolError
 from apiflow.tools.search import search_workspace
 from apiflow.tools.workspace import DEFAULT_WRITE_SCOPE, Workspace
-from apiflow.world.jsontext import dumps
 
 # An object, or the same object JSON-encoded as a string (both encodings are common).
 JsonObjectArg = dict[str, Any] | str
@@ -66,7 +66,7 @@ def read(ctx: ToolContext, entity_ref: JsonObjectArg, scope: str | None = None) 
     ref = parse_entity_ref(entity_ref)
     if ref.kind == "variable":
         found = ctx.workspace.read_variable(ref.id, scope)
-        return dumps({"scope": found.scope, "name": found.name, "value": found.value})
+        return json.dumps({"scope": found.scope, "name": found.name, "value": found.value})
     entity = ctx.workspace.get_entity(ref)
     return indented({"ref": str(entity.ref), "content": entity.content, "updated_at": entity.updated_at})
 
@@ -126,7 +126,7 @@ def search(ctx: ToolContext, query: str, kind: str | None = None) -> str:
         query: Case-insensitive substring, matched as one whole string; "" lists everything.
         kind: Only this kind (request, response, variable, spec, handle); omitted or "" for all.
     """
-    return dumps(search_workspace(ctx.workspace, query, kind))
+    return json.dumps(search_workspace(ctx.workspace, query, kind))
 
 
 def execute(

@@ -26,7 +26,6 @@ from apiflow.tools.result import ToolError
 from apiflow.tools.workspace import Exchange, Workspace
 from apiflow.world.errors import TransportError
 from apiflow.world.http import HttpRequest, HttpResponse, body_text
-from apiflow.world.jsontext import dumps
 
 Send = Callable[[HttpRequest], HttpResponse]
 
@@ -164,22 +163,11 @@ def wire_failure(headers: dict[str, str]) -> str | None:
     network-error result, e.g. ``network: LocalProtocolError: Illegal header value b'Bearer '``.
     """
     for name, value in headers.items():
-        if (name, value) in _CLEAN_HEADERS:
-            continue
         if not name or _BAD_HEADER_NAME.search(name):
             return f"network: LocalProtocolError: Illegal header name {name.encode()!r}"
         if _BAD_HEADER_VALUE.search(value):
             return f"network: LocalProtocolError: Illegal header value {value.encode()!r}"
-        if len(_CLEAN_HEADERS) >= _CLEAN_MEMO:
-            _CLEAN_HEADERS.clear()
-        _CLEAN_HEADERS.add((name, value))
     return None
-
-
-_CLEAN_MEMO = 4096
-_CLEAN_HEADERS: set[tuple[str, str]] = set()
-"""Header (name, value) pairs found fit for the wire: a pure function of the two strings, and an
-agent sends the same bearer header on every call (bounded: emptied when full)."""
 
 
 def response_content(response: HttpResponse, outgoing: Outgoing) -> dict[str, Any]:
@@ -233,26 +221,18 @@ def execute_request(
         workspace.put_entity(ref, content, "execute", key=request_key, room_checked=True)
     if response is None:
         workspace.record_exchange(Exchange(request_key, None, outgoing.sent, None, failure))
-        return dumps({"error": failure, "request_ref": request_key})
+        return json.dumps({"error": failure, "request_ref": request_key})
     response_id = workspace.ids.response_id()
     response_ref = make_ref("response", response_id, parent=ref)
     response_key = f"{request_key}/response:{response_id}"  # str(response_ref)
     seen = response_content(response, outgoing)
     workspace.put_entity(response_ref, seen, "execute", key=response_key, room_checked=True)
     workspace.record_exchange(Exchange(request_key, response_key, outgoing.sent, response))
-    shown = response.shown
-    if shown is None:
-        shown = shown_response(response, seen["headers"])
-        object.__setattr__(response, "shown", shown)  # a cache field of a frozen response (HttpResponse)
-    return '{"response_ref": ' + dumps(response_key) + shown
-
-
-def shown_response(response: HttpResponse, headers: dict[str, str]) -> str:
-    """The execute result's text after its ``response_ref``: ``, "status": …, "headers": …,
-    "body_preview": …}``. The result is ``dumps`` of one dict, ``{"response_ref", "status", "headers",
-    "body_preview"}``, and ``dumps`` writes a dict's items in order joined by ``", "``, so the result
-    is ``{"response_ref": <ref>`` and this, whatever the ref (tests/tools/test_execute_shown.py)."""
-    return (
-        ", "
-        + dumps({"status": response.status, "headers": headers, "body_preview": body_preview(response)})[1:]
+    return json.dumps(
+        {
+            "response_ref": response_key,
+            "status": response.status,
+            "headers": seen["headers"],
+            "body_preview": body_preview(response),
+        }
     )

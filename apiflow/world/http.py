@@ -7,10 +7,9 @@ over real HTTP wraps the same pair.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
-
-from apiflow.world.jsontext import dumps
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,17 +35,13 @@ class HttpResponse:
 
     ``text`` is ``body_text(body)`` when it is already known (the transport serialised the
     body for ``content-length``, or the world's body is constant and was serialised once):
-    consumers reuse it instead of re-encoding. ``shown`` is how the tools show this response
-    in an ``execute`` result, kept by the first call that encodes it (``apiflow.tools.execute``):
-    a response the transition memo replays is one object shown to many trials, and neither the
-    object nor its parts ever change.
+    consumers reuse it instead of re-encoding.
     """
 
     status: int
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
     text: str | None = field(default=None, compare=False)
-    shown: str | None = field(default=None, compare=False, repr=False)
 
 
 def body_text(body: Any) -> str:
@@ -55,4 +50,4 @@ def body_text(body: Any) -> str:
         return ""
     if isinstance(body, str):
         return body
-    return dumps(body)
+    return json.dumps(body)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from apiflow.grading import AnswerFieldSpec, DataFlowSpec, NewResponseSpec, WorkspaceValueSpec
-from apiflow.grading.published import _MEMO, PublishedSpecError, generation_of, spec_from_published
+from apiflow.grading.published import PublishedSpecError, generation_of, spec_from_published
 from apiflow.grading.refs import loads_maybe, parse_ref
 
 
@@ -123,9 +125,8 @@ def test_the_spec_memo_tells_apart_what_equality_does_not(first: object, second:
         detail = {"field": "n", "expected": expected, "comparator": "string"}
         return {"label": "answer.n", "key": "answer_schema.n", "group": "G2", "segment": 1, "detail": detail}
 
-    _MEMO.clear()
-    alone = spec_from_published(entry(second))
-    _MEMO.clear()
-    spec_from_published(entry(first))
-    after_first = spec_from_published(entry(second))  # a loose key would hand back the first spec
+    alone = spec_from_published(entry(second), {})
+    memo: dict[tuple[Any, ...], Any] = {}
+    spec_from_published(entry(first), memo)
+    after_first = spec_from_published(entry(second), memo)  # a loose key would hand back the first spec
     assert repr(after_first.expected) == repr(alone.expected)

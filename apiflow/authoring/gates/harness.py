@@ -71,25 +71,13 @@ def fork_workspace(workspace: Workspace) -> Workspace:
         return copy.deepcopy(workspace)
 
 
-_SPECS: dict[int, tuple[WorldDef, dict[str, Any]]] = {}
-
-
-def _spec(session: WorldSession) -> dict[str, Any]:
-    """The spec entity content, built once per world (the workspace copies it on entry)."""
-    key = id(session.world)
-    cached = _SPECS.get(key)
-    if cached is None or cached[0] is not session.world:
-        cached = _SPECS[key] = (session.world, session.spec_content())
-    return cached[1]
-
-
 class Run:
     """One scripted trial in progress: fresh world session, workspace and toolbox."""
 
     def __init__(self, task: Task, world: WorldDef, id_seed: int = 0) -> None:
         self.task = task
         self.session = WorldSession(world, seed=id_seed, state_overrides=task.world_state)
-        self.workspace = Workspace(task.seed, _spec(self.session), id_seed)
+        self.workspace = Workspace(task.seed, self.session.spec_content(), id_seed)
         self.toolbox = Toolbox(self.workspace, self.session.send)
         self.messages: list[dict[str, Any]] = []
         self.refs: dict[int, str] = {}
