@@ -6,8 +6,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiflow.results.prices import Prices, cost_usd
+from apiflow.results.prices import Prices
 from cluster.budget import SpendOnRecord
+from cluster.estimate import GridEstimate, estimate_grid, estimate_lines
 from cluster.plan import PlannedTrial
 from cluster.progress import Tally
 from cluster.spec import GridSpec
@@ -161,31 +162,13 @@ def _regraded(workers: list[dict[str, Any]]) -> str:
     return f"; grades replayed {hits / asked:.1%} of {asked:,}" if asked else ""
 
 
-def estimate_cost(
-    spec: GridSpec, todo: list[PlannedTrial], prices: list[Prices]
-) -> dict[str, tuple[int, float]]:
-    """Per model slug: trials to run and their estimated cost from ``spec.estimate`` tokens per trial."""
-    counts = [0] * len(spec.models)
-    for planned in todo:
-        counts[planned.model_index] += 1
-    per_trial = [cost_usd(spec.estimate, p) for p in prices]
-    return {m.slug: (counts[i], counts[i] * per_trial[i]) for i, m in enumerate(spec.models)}
+def estimate_cost(spec: GridSpec, todo: list[PlannedTrial], prices: list[Prices]) -> GridEstimate:
+    """The expected bill and wall time of the ``todo`` trials (``cluster.estimate``)."""
+    return estimate_grid(spec, todo, prices, planned=len(todo))
 
 
-def print_estimate(spec: GridSpec, estimate: dict[str, tuple[int, float]], planned: int, todo: int) -> None:
+def print_estimate(spec: GridSpec, estimate: GridEstimate, planned: int, todo: int) -> None:
     """The dry-run estimate, printed before any run starts."""
-    total = sum(cost for _, cost in estimate.values())
-    print(
-        f"grid {spec.name}: {planned} trials planned, {planned - todo} already stored, {todo} to run; "
-        f"estimated cost ${total:.2f} (pinned price table; {spec.estimate.input + spec.estimate.cache_read} "
-        f"prompt tokens/trial assumed)",
-        file=sys.stderr,
-    )
-    for slug, (count, cost) in estimate.items():
-        if count:
-            print(f"  {slug}: {count} trials, ~${cost:.2f}", file=sys.stderr)
-    if spec.budget_usd is not None:
-        verdict = (
-            "fits" if total <= spec.budget_usd else "EXCEEDS: the run will stop when the budget is reached"
-        )
-        print(f"  budget ${spec.budget_usd:.2f}: estimate {verdict}", file=sys.stderr)
+    estimate.planned, estimate.todo = planned, todo
+    for line in estimate_lines(spec, estimate):
+        print(line, file=sys.stderr)

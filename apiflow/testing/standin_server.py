@@ -171,6 +171,8 @@ class StandinServer:
             self._tasks.add(task)
         try:
             await _Connection(self.provider).serve(reader, writer)
+        except asyncio.CancelledError:
+            pass  # the server is stopping: a kept-alive connection ends here, not as a logged error
         finally:
             if task is not None:
                 self._tasks.discard(task)
