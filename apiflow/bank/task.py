@@ -17,7 +17,11 @@ from apiflow.world.patterns import PatternError, compile_pattern
 
 TaskId = NewType("TaskId", str)
 
-TASK_ID_RE = re.compile(r"^(?P<bank>[a-z0-9]+)-w(?P<world>\d{2})-(?:sub(?P<sub>\d{2})|chain-1to(?P<len>\d{2}))$")
+TASK_ID_RE = re.compile(
+    r"^(?P<bank>[a-z0-9]+)-w(?P<world>\d{2})-(?:sub(?P<sub>\d{2})|chain-1to(?P<len>\d{2}))\Z"
+)
+"""A bank's task id. ``\\Z``, not ``$``: ``$`` also matches before a final newline, and a task id
+ends up in file and member names (``apiflow.results.taskid.check_task_id``)."""
 
 Scope = Literal["vault", "local", "global"]
 

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from apiflow.interop.messages import messages_from_inspect, messages_to_inspect
+from apiflow.results.taskid import check_task_id
 
 RECORD_KEY: Final = "record"
 """Sample metadata key holding the record's fields other than messages (and the verifier)."""
@@ -28,8 +29,15 @@ _LIMIT_TYPES: Final = {"messages": "message", "time": "time", "tokens": "token"}
 
 
 def sample_name(task_id: str, trial: int) -> str:
-    """The zip member holding one sample (Inspect's own naming)."""
-    return f"samples/{task_id}_epoch_{trial}.json"
+    """The zip member holding one sample (Inspect's own naming).
+
+    The task id is the record's, untrusted: one holding ``/``, ``..`` or a control character
+    would name a member outside ``samples/`` (a path for whoever unzips the log), so it is refused.
+
+    Raises:
+        UsageError: ``task_id`` is no safe name (``check_task_id``).
+    """
+    return f"samples/{check_task_id(task_id)}_epoch_{trial}.json"
 
 
 def _ours(trial: dict[str, Any]) -> dict[str, Any]:

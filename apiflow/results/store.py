@@ -50,6 +50,7 @@ from apiflow.results.objects import ObjectFolder
 from apiflow.results.record import TrialRecord
 from apiflow.results.rowfiles import batch_digest, dedupe, ids_in, row_bytes, row_cost, rows_bytes
 from apiflow.results.rows import ROW_SCHEMA
+from apiflow.results.unpack import unpack_targets
 
 MANIFEST = "manifest.json"
 _ROW_ENDINGS = (".parquet", ".arrow")
@@ -208,7 +209,9 @@ class ResultStore:
             if record.is_harness_outcome:
                 self._put_failure(record, row, body)
                 continue
-            transcripts.append((archives.member_name(model_token(record.model), record.apiflow.trial_id), body))
+            transcripts.append(
+                (archives.member_name(model_token(record.model), record.apiflow.trial_id), body)
+            )
             committed.append(row)
         if not committed:
             return True
@@ -347,20 +350,25 @@ class ResultStore:
         (``transcripts/model=<m>/<trial_id>.json``), for tools that want one file a trial.
 
         A trial in two committed archives is written from the first in path order, the one the
-        readers show; the archives stay (they remain what the readers read).
+        readers show; the archives stay (they remain what the readers read). Every member of an
+        archive is checked to land inside ``transcripts/`` before any is written (``unpack``).
 
         Returns:
             ``(files written, members skipped as a later copy of a trial already written)``.
+
+        Raises:
+            UsageError: an archive has a member that would land outside ``transcripts/``.
         """
         written: set[str] = set()
         skipped = 0
+        base = self._path("transcripts")
         for path in self.committed_archives():
-            for name, body in archives.read_members(self.objects.cat(path)):
-                if name in written:
+            for target, body in unpack_targets(self.objects, base, self.objects.cat(path), path):
+                if target in written:
                     skipped += 1
                     continue
-                self.overwrite(self._path("transcripts", name), body)
-                written.add(name)
+                self.overwrite(target, body)
+                written.add(target)
         return len(written), skipped
 
     def committed_archives(self) -> list[str]:

@@ -181,3 +181,21 @@ def test_ingest_of_a_log_in_chunks_keeps_every_row(own_logs, tmp_path, workers):
     stats = ingest([own_logs], tmp_path / "rows.parquet", workers=workers, chunk_files=3)
     assert stats.rows == stats.files == sum(1 for log in own_logs.glob("*.eval") for _ in read_samples(log))
     assert stats.bytes == sum(p.stat().st_size for p in own_logs.glob("*.eval"))
+
+
+@pytest.mark.parametrize(
+    "task_id", ["../../escape-w01-sub01", "a/b-w01-sub01", "a\\b-w01-sub01", "v1-w01-sub01\x00"]
+)
+def test_a_task_id_that_is_no_safe_name_never_becomes_a_member_name(tmp_path, capsys, task_id):
+    """The sample member is named from the record's task id (``samples/<id>_epoch_<n>.json``): an id
+    holding a path separator, ``..`` or a control character would name a path outside ``samples/``
+    for whoever unzips the log, so the export refuses it."""
+    record = json.loads(next(PUBLISHED.glob("*/*.json")).read_bytes())
+    record["task_id"] = task_id
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "trial.json").write_text(json.dumps(record))
+    out = tmp_path / "out"
+    assert main(["transcripts", "export", "--format", "inspect", str(tmp_path / "in"), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert repr(task_id) in err and len(err.strip().splitlines()) == 1
+    assert list(out.glob("*.eval")) == []  # nothing half-written left behind
