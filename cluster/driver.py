@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from apiflow.cli.grid import add_run_flags
-from apiflow.errors import UsageError
+from apiflow.errors import UsageError, plain_message
 from apiflow.results.prices import load_price_table
+from apiflow.results.storage import check_output
 from apiflow.results.store import ResultStore
 from cluster.budget import SpendOnRecord, checkpoint, spend_on_record, worst_case_usd
 from cluster.dispatch import Dispatcher
@@ -163,8 +164,10 @@ def run_grid(
     prices = load_price_table(spec.price_table)
     model_prices = [price_for(prices, m) for m in spec.models]
     plan = plan_grid(spec, bank)
+    if not dry_run:
+        check_output(spec.out)  # a file or a read-only folder: refused before any work
     store = ResultStore(spec.out, spec.storage_options)
-    todo = remaining(plan, store.done_ids())
+    todo = remaining(plan, store.done_ids())  # the store's first request: no credentials, no endpoint
     summary = GridSummary(spec=spec, planned=len(plan), already_done=len(plan) - len(todo))
     print_estimate(spec, estimate_cost(spec, todo, model_prices), len(plan), len(todo))
     if dry_run or not todo:
@@ -172,15 +175,21 @@ def run_grid(
         return summary
     gid = grid_id(spec, bank)
     run_id = gid[:22]
-    store.write_manifest(build_manifest(spec, bank, prices, len(plan)))
-    attempt = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-    store.write_attempt(attempt, attempt_info(run_id, {"address": address}))
-    if spec.budget_usd:  # the cap is the grid's: start from what earlier attempts spent
-        summary.on_record = spend_on_record(store)
+    stored = store.read_manifest()
+    if stored is not None and stored.get("grid_id") != gid:  # as write_manifest would, before Ray starts
+        raise UsageError(
+            f"{store.url} already holds results of another grid ({stored.get('grid_id')!r}); choose another --out"
+        )
     summary.phases["plan_s"] = time.monotonic() - started
+    # Ray before the manifest: a grid that cannot start (no cluster at --address) writes nothing.
     cluster = Ray(address)
     summary.phases["ray_start_s"] = time.monotonic() - started - summary.phases["plan_s"]
     try:
+        store.write_manifest(build_manifest(spec, bank, prices, len(plan)))
+        attempt = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        store.write_attempt(attempt, attempt_info(run_id, {"address": address}))
+        if spec.budget_usd:  # the cap is the grid's: start from what earlier attempts spent
+            summary.on_record = spend_on_record(store)
         journal = _Checkpoints(store, attempt, summary.on_record) if spec.budget_usd else None
         summary.tally = _drive(cluster, spec, run_id, todo, model_prices, summary, progress, journal)
     finally:
@@ -334,10 +343,17 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m cluster.driver`` entry point."""
+    args = build_arg_parser().parse_args(argv)
     try:
-        return run_from_args(build_arg_parser().parse_args(argv))
+        return run_from_args(args)
     except UsageError as exc:
         print(f"apiflow: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        message = plain_message(exc, sys.argv[1:] if argv is None else argv, args)
+        if message is None:
+            raise
+        print(f"apiflow: error: {message}", file=sys.stderr)
         return 2
 
 

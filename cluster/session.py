@@ -5,8 +5,11 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import socket
 import tempfile
 from typing import Any
+
+from apiflow.errors import UsageError
 
 
 class Ray:
@@ -38,7 +41,17 @@ class Ray:
             )
             self.started_here = True
         else:
-            ray.init(address=address or os.environ.get("RAY_ADDRESS"), logging_level=logging.ERROR)
+            target = address or os.environ.get("RAY_ADDRESS")
+            refused = UsageError(
+                f"no running Ray cluster at {f'--address {address}' if address else f'RAY_ADDRESS={target}'}: "
+                "start one (ray start --head) or leave out --address for a private local Ray"
+            )
+            if target and not _listening(target):
+                raise refused  # ray.init would wait on a dead address for minutes
+            try:
+                ray.init(address=target, logging_level=logging.ERROR)
+            except ConnectionError:
+                raise refused from None
 
     def cpus(self) -> int:
         return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
@@ -49,6 +62,19 @@ class Ray:
             self.ray.shutdown()
             if self.temp_dir:  # ours alone: logs of a private local Ray are not kept
                 shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def _listening(address: str, timeout_s: float = 5.0) -> bool:
+    """Whether anything accepts a connection at a ``host:port`` or ``ray://host:port`` address
+    (True for any other form, such as ``auto``, which Ray resolves itself)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or not host or "/" in host:
+        return True
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
 
 
 def _stop_monitor(ray: Any) -> None:

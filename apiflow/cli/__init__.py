@@ -1,7 +1,8 @@
 """The ``apiflow`` command: one table of verbs, one module a verb.
 
 Bad input raises ``UsageError`` anywhere below and ends here as one line on stderr
-with exit code 2.
+with exit code 2; so does an OS or object-store error about the user's own paths and
+URLs (``plain_message``). Any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from apiflow.cli import bank, grid, panel, regrade, report, run, task, transcripts, view, world
-from apiflow.errors import UsageError
+from apiflow.errors import UsageError, plain_message
 from apiflow.version import __version__
 
 # The verbs, in the order ``apiflow --help`` lists them: each module adds its verb with
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``apiflow`` console script."""
+    args = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -62,4 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("apiflow: interrupted", file=sys.stderr)
         return 130
-
+    except Exception as exc:
+        message = plain_message(exc, sys.argv[1:] if argv is None else argv, args)
+        if message is None:
+            raise
+        print(f"apiflow: error: {message}", file=sys.stderr)
+        return 2

@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 
 from apiflow.errors import UsageError
-from apiflow.results.storage import storage_options
+from apiflow.results.storage import check_output, storage_options
 
 _CLUSTER_HINT = "the grid runner needs the cluster extra: pip install 'apiflow[cluster]'"
 
@@ -43,6 +43,7 @@ def _compact(args: argparse.Namespace) -> int:
     store = ResultStore(args.out, storage_options(args.storage_options))
     if store.read_manifest() is None:
         raise UsageError(f"{args.out} holds no grid (no manifest.json)")
+    check_output(args.out, flag=None)
     summary = store.compact()
     print(
         f"compacted {summary.rows_read} rows into {summary.trials} trials, {len(summary.files)} per-model files"

@@ -13,6 +13,7 @@ from apiflow.analysis.report import build_report
 from apiflow.analysis.summary import ReportOptions
 from apiflow.analysis.writers import print_leaderboard
 from apiflow.errors import UsageError
+from apiflow.results.storage import check_output
 
 
 def register(subparsers: Any) -> None:
@@ -48,6 +49,7 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.bootstrap < 0:
         raise UsageError("--bootstrap must be >= 0")
+    check_output(args.out)
     prices = load_price_table(args.prices or DEFAULT_PRICE_TABLE)
     options = ReportOptions(
         bootstrap=args.bootstrap, seed=args.seed, prices=prices, reprice=args.prices is not None

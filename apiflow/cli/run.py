@@ -18,6 +18,7 @@ from apiflow.errors import UsageError
 from apiflow.models import check_model_name, model_prices, model_slug, uses_litellm
 from apiflow.results.prices import DEFAULT_PRICE_TABLE, Prices, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
+from apiflow.results.storage import check_output
 from apiflow.runner import Run, TrialPlan
 
 ALL_TASKS = "all"
@@ -118,16 +119,14 @@ def _summary(record: TrialRecord, path: Path) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     _check_run_args(args)
+    check_output(args.out)
     params = _params(args.param)
     bank = load_bank(args.bank)
     tasks = _select_tasks(bank, args.task)
     slug = model_slug(args.model)
     prices = _prices(args.prices, slug, args.model)
     out = Path(args.out)
-    try:
-        (out / slug).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create output folder {out / slug}: {exc.strerror}") from None
+    (out / slug).mkdir(parents=True, exist_ok=True)
     if uses_litellm(args.model):
         # External agents and plug-ins bring their own model: only litellm models need litellm configured.
         from apiflow.models.litellm_client import configure_litellm

@@ -10,6 +10,7 @@ from typing import Any
 from apiflow.analysis.ingest import ingest
 from apiflow.errors import UsageError
 from apiflow.interop.export import export_inspect, iter_trials
+from apiflow.results.storage import check_output
 from apiflow.results.storage import storage_options as storage_options_arg
 
 
@@ -62,6 +63,7 @@ def _ingest(args: argparse.Namespace) -> int:
         raise UsageError("--out must name a .parquet file")
     if args.workers < 0:
         raise UsageError("--workers must be >= 0")
+    check_output(args.out, folder=False)
     start = time.perf_counter()
     stats = ingest(args.dirs, args.out, workers=args.workers)
     seconds = time.perf_counter() - start
@@ -74,6 +76,7 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    check_output(args.out, folder=not args.out.endswith(".eval"), flag=None)
     start = time.perf_counter()
     trials = iter_trials(args.results, storage_options_arg(args.storage_options))
     logs = export_inspect(trials, args.out, models=args.model)
@@ -91,6 +94,7 @@ def _unpack(args: argparse.Namespace) -> int:
     store = ResultStore(args.results, storage_options_arg(args.storage_options))
     if store.read_manifest() is None:
         raise UsageError(f"{args.results}: not a grid's result folder (no manifest.json)")
+    check_output(args.results, flag=None)
     written, skipped = store.unpack_archives()
     print(f"wrote {written:,} transcript files under {args.results}/transcripts/model=*/"
           + (f" ({skipped:,} later copies of a trial skipped)" if skipped else ""), file=sys.stderr)  # fmt: skip

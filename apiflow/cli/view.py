@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from apiflow.errors import UsageError
+from apiflow.results.storage import check_output
 from apiflow.results.storage import storage_options as storage_options_arg
 
 
@@ -34,6 +35,7 @@ def _view(args: argparse.Namespace) -> int:
 
     if args.workers < 0:
         raise UsageError("--workers must be >= 0")
+    check_output(args.out)
     prices = load_price_table(args.prices or DEFAULT_PRICE_TABLE)
     stats = build_site(
         args.results, Path(args.out), prices, reprice=args.prices is not None,

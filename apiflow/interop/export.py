@@ -91,7 +91,6 @@ def export_inspect(
     single = out.suffix == ".eval"
     wanted = set(models) if models else None
     writers: dict[tuple[str, str], EvalLogWriter] = {}
-    (out.parent if single else out).mkdir(parents=True, exist_ok=True)
     try:
         for trial in trials:
             model = str(trial.get("model", ""))
@@ -106,6 +105,8 @@ def export_inspect(
                         f"{out}: one .eval holds one model on one bank, the input has several ({pairs}); "
                         "give a folder as OUT or pick one with --model"
                     )
+                if not writers:  # made with the first log, once RESULTS has been read from
+                    (out.parent if single else out).mkdir(parents=True, exist_ok=True)
                 writer = EvalLogWriter(out if single else out / log_name(*key), *key)
                 writers[key] = writer
             writer.add(trial)

@@ -90,7 +90,7 @@ def test_unwritable_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert main(["run", "--model", "apiflow/oracle", "--task", "all", "--out", str(blocker)]) == 2
-    assert "cannot create output folder" in capsys.readouterr().err
+    assert f"--out {blocker}: is a file, not a folder" in capsys.readouterr().err
 
 
 def test_provider_failure_is_reported_apart_and_exits_1(
