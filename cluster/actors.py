@@ -19,7 +19,7 @@ from typing import Any
 import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 
-from cluster.budget import Ledger
+from cluster.budget import Admission, Ledger
 from cluster.plan import PlannedTrial
 from cluster.ratelimit import RateGate
 from cluster.spec import NAMES_CHECKED, GridSpec
@@ -33,17 +33,20 @@ ACTOR_LOST: tuple[type[BaseException], ...] = (RayActorError, ActorDiedError, Ac
 class BudgetLedger:
     """The cluster-wide ledger actor (one per run)."""
 
-    def __init__(self, cap_usd: float, spent_usd: float = 0.0) -> None:
-        self.ledger = Ledger(cap_usd, spent_usd)
+    def __init__(self, cap_usd: float, spent_usd: float = 0.0, guessed: frozenset[int] = frozenset()) -> None:
+        self.ledger = Ledger(cap_usd, spent_usd, guessed)
 
-    def reserve(self, worst_case_usd: float) -> int | None:
-        return self.ledger.reserve(worst_case_usd)
+    def admit(self, trials: list[Admission]) -> int:
+        return self.ledger.admit(trials)
 
-    def settle(self, ticket: int, actual_usd: float) -> None:
-        self.ledger.settle(ticket, actual_usd)
+    def charge(self, key: str, actual_usd: float) -> None:
+        self.ledger.charge(key, actual_usd)
 
-    def admit(self, next_call_usd: float) -> bool:
-        return self.ledger.admit(next_call_usd)
+    def finish(self, ended: list[tuple[str, bool]]) -> bool:
+        """Trials that ended (id, stored); whether the ledger is still open."""
+        for key, stored in ended:
+            self.ledger.finish(key, stored)
+        return self.ledger.is_open
 
     def summary(self) -> dict[str, Any]:
         return self.ledger.summary()

@@ -1,9 +1,17 @@
-"""The budget ledger: reserve a call's worst case before it is made, settle the actual cost after.
+"""The budget ledger: admit whole trials by their expected cost, in the planned order; bill every call.
 
-Spend can exceed the cap only by what was reserved and then under-estimated, never by
-unreserved calls: a call whose worst case does not fit in ``cap - spent - reserved`` is
-refused (its trial ends as a provider outcome, retried by a later resume), and once a
-refusal happened — or the room left is below one call's worst case — no new trial starts.
+A trial once started runs to its end: stopping it half way throws away what it already cost and
+reruns it from scratch on resume. So the cap is kept at admission: a trial starts only when the
+spend so far, plus what the trials in flight are still expected to cost, plus its own expected cost
+fits under the cap (``Ledger.admit``). The expected cost of a trial is its model's token profile
+for the task's kind and length, priced (``cluster.estimate``), corrected by what that model's
+finished trials actually cost against their expectation. The driver asks in the planned order and
+stops at the first trial that does not fit, so a budget cut short leaves a sample balanced over
+models and worlds rather than the cheap model's trials only.
+
+The cap can therefore be overshot, only by trials that were in flight and cost more than expected:
+at most (trials in flight) x (the dearest trial's cost beyond its expectation). The summary states
+the overshoot that happened (docs/design/040-grid-runner.md, "Budget").
 
 The cap is the grid's, not one invocation's: a resumed driver starts its ledger from the spend
 already on record (``spend_on_record``: every stored row and failure row, plus what the last
@@ -13,70 +21,125 @@ cannot spend the cap again (docs/design/044-chaos-suite.md).
 
 from __future__ import annotations
 
-import itertools
 import time
-from dataclasses import dataclass
+from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
-from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError
+from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput
 from apiflow.results.prices import Prices, cost_usd
 
+PRIOR_TRIALS = 2.0
+"""How many trials' worth of weight a model's published profile keeps against its observed costs."""
 
-class BudgetReached(ProviderError):
-    """A call could not be reserved: the trial stops as a provider outcome (never a model failure)."""
+GUESS_TRIALS = 0.25
+"""The same for a model the published corpus lacks: its expectation is the panel's mean over models,
+a guess that its first trials should overrule."""
+
+Admission = tuple[str, int, float]
+"""(trial id, model index, the trial's expected cost from its model's profile) as the driver asks."""
+
+
+@dataclass
+class _Held:
+    model: int
+    expected: float
+    spent: float = 0.0
 
 
 @dataclass
 class LedgerState:
-    """Money in USD: the cap, what is settled, what is reserved by calls in flight."""
+    """Money in USD: the cap, what is billed, how the trials went."""
 
     cap: float
     spent: float = 0.0
-    reserved: float = 0.0
+    admitted: int = 0
     refused: int = 0
-    calls: int = 0
     closed: bool = False
+    unstored: float = 0.0
+    """Billed to trials that ended without a stored row (provider faults, harness errors)."""
+    observed: dict[int, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))
+    """Per model: [actual cost, expected cost] summed over its finished trials."""
 
 
 class Ledger:
     """Pure ledger logic (the actor wraps it)."""
 
-    def __init__(self, cap_usd: float, spent_usd: float = 0.0) -> None:
+    def __init__(self, cap_usd: float, spent_usd: float = 0.0, guessed: frozenset[int] = frozenset()) -> None:
+        """``guessed``: the model indexes whose expectations are the panel's guess (not in the corpus)."""
         self.state = LedgerState(cap=cap_usd, spent=spent_usd)
-        self._open: dict[int, float] = {}
-        self._ids = itertools.count(1)
+        self._held: dict[str, _Held] = {}
+        self._finished: dict[int, int] = defaultdict(int)
+        self._guessed = guessed
 
-    def reserve(self, worst_case_usd: float) -> int | None:
-        """A ticket for a call costing at most ``worst_case_usd``, or None (and admission closes)."""
-        s = self.state
-        if s.spent + s.reserved + worst_case_usd > s.cap:
-            s.refused += 1
-            s.closed = True
-            return None
-        ticket = next(self._ids)
-        self._open[ticket] = worst_case_usd
-        s.reserved += worst_case_usd
-        s.calls += 1
-        return ticket
+    def ratio(self, model: int) -> float:
+        """What this model's finished trials cost against their expectation, pulled toward 1 by a
+        prior of its mean expectation (``PRIOR_TRIALS``, or ``GUESS_TRIALS`` for a guessed model).
+        A guessed model with no finished trial yet takes the ratio of the other guessed models."""
+        observed, n = self.state.observed, self._finished
+        if not n.get(model) and model in self._guessed:
+            peers = [m for m in self._guessed if n.get(m)]
+            actual, expected = sum(observed[m][0] for m in peers), sum(observed[m][1] for m in peers)
+            count, weight = sum(n[m] for m in peers), GUESS_TRIALS
+        else:
+            (actual, expected), count = observed[model], n.get(model, 0)
+            weight = GUESS_TRIALS if model in self._guessed else PRIOR_TRIALS
+        prior = weight * (expected / count if count else 0.0)
+        return (actual + prior) / (expected + prior) if expected + prior > 0 else 1.0
 
-    def settle(self, ticket: int, actual_usd: float) -> None:
-        """Replace a reservation by the call's actual cost."""
-        s = self.state
-        s.reserved -= self._open.pop(ticket)
-        s.spent += actual_usd
+    def committed(self) -> float:
+        """Billed so far plus what the trials in flight are still expected to cost."""
+        owed = sum(max(h.expected * self.ratio(h.model) - h.spent, 0.0) for h in self._held.values())
+        return self.state.spent + owed
 
-    def admit(self, next_call_usd: float) -> bool:
-        """May a new trial start? Not after a refusal, nor when one call's worst case no longer fits."""
+    def admit(self, trials: list[Admission]) -> int:
+        """Admit a prefix of ``trials`` (in the planned order); how many. A refusal with nothing in
+        flight closes the ledger: no trial can finish to make room."""
         s = self.state
-        if s.spent + s.reserved + next_call_usd > s.cap:
-            s.closed = True
-        return not s.closed
+        if s.closed:
+            return 0
+        committed = self.committed()
+        for count, (key, model, expected) in enumerate(trials):
+            cost = expected * self.ratio(model)
+            if committed + cost > s.cap:
+                s.refused += 1
+                if not self._held:
+                    s.closed = True
+                return count
+            committed += cost
+            self._held[key] = _Held(model, expected)
+            s.admitted += 1
+        return len(trials)
+
+    def charge(self, key: str, actual_usd: float) -> None:
+        """Bill one call of trial ``key``."""
+        self.state.spent += actual_usd
+        held = self._held.get(key)
+        if held is not None:
+            held.spent += actual_usd
+
+    def finish(self, key: str, stored: bool) -> None:
+        """Trial ``key`` ended: release what it still held, learn from what it cost."""
+        held = self._held.pop(key, None)
+        if held is None:
+            return
+        sums = self.state.observed[held.model]
+        sums[0] += held.spent
+        sums[1] += held.expected
+        self._finished[held.model] += 1
+        if not stored:
+            self.state.unstored += held.spent
+
+    @property
+    def is_open(self) -> bool:
+        return not self.state.closed
 
     def summary(self) -> dict[str, Any]:
-        """The ledger as plain numbers."""
+        """The ledger as plain numbers (``reserved_usd``: still expected of the trials in flight)."""
         s = self.state
-        return {"cap_usd": s.cap, "spent_usd": round(s.spent, 9), "reserved_usd": round(s.reserved, 9),
-                "in_flight": len(self._open), "calls": s.calls, "refused": s.refused, "closed": s.closed}  # fmt: skip
+        return {"cap_usd": s.cap, "spent_usd": round(s.spent, 9), "reserved_usd": round(self.committed() - s.spent, 9),
+                "in_flight": len(self._held), "admitted": s.admitted, "refused": s.refused, "closed": s.closed,
+                "unstored_usd": round(s.unstored, 9), "overshoot_usd": round(max(s.spent - s.cap, 0.0), 9)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -142,49 +205,29 @@ def checkpoint(
             "unstored_usd": max(0.0, ledger["spent_usd"] - in_rows)}  # fmt: skip
 
 
-def worst_case_usd(prompt_tokens: int, max_tokens: int, prices: Prices) -> float:
-    """A call's worst case: the whole prompt uncached, the whole output at the dearest output kind."""
-    return (prompt_tokens * prices.input + max_tokens * max(prices.output, prices.reasoning)) / 1_000_000
-
-
-def prompt_tokens_upper(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
-    """An upper estimate of a prompt's tokens: two characters per token (real text averages ~4)."""
-    size = sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) + 8 for m in messages)
-    return (size + len(str(tools))) // 2 + 16
-
-
 class BudgetedModel:
-    """A ``ModelClient`` that reserves each call's worst case on the ledger and settles its actual cost.
+    """A ``ModelClient`` whose every call is billed on the ledger, to the trial it belongs to.
 
     Args:
         inner: The model.
         ledger: The ``BudgetLedger`` actor handle.
         prices: This model's prices.
-        max_tokens: Output cap assumed when the call config sets none.
+        key: The trial's id (what the driver admitted).
     """
 
-    def __init__(self, inner: ModelClient, ledger: Any, prices: Prices, max_tokens: int) -> None:
+    def __init__(self, inner: ModelClient, ledger: Any, prices: Prices, key: str) -> None:
         self.inner = inner
         self.model_api = inner.model_api
         self.ledger = ledger
         self.prices = prices
-        self.max_tokens = max_tokens
+        self.key = key
 
     async def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
     ) -> ModelOutput:
-        cap = config.max_tokens or self.max_tokens
-        worst = worst_case_usd(prompt_tokens_upper(messages, tools), cap, self.prices)
-        ticket = await self.ledger.reserve.remote(worst)
-        if ticket is None:
-            raise BudgetReached(f"budget reached: a call's worst case ${worst:.4f} no longer fits the cap")
-        actual = 0.0  # a failed call is not billed by the providers we know
-        try:
-            output = await self.inner.generate(messages, tools, config)
-            actual = cost_usd(output.usage, self.prices)
-            return output
-        finally:
-            await self.ledger.settle.remote(ticket, actual)
+        output = await self.inner.generate(messages, tools, config)  # a failed call is not billed
+        await self.ledger.charge.remote(self.key, cost_usd(output.usage, self.prices))
+        return output
 
     async def end_trial(self, messages: list[dict[str, Any]]) -> None:
         """Pass the end of the trial on to a model that drives it from outside (an MCP agent's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from apiflow.results.store import ResultStore
@@ -28,8 +29,13 @@ class Dispatcher:
         store: ResultStore | None = None,
         *,
         actor_lost: tuple[type[BaseException], ...],
+        admit: Callable[[list[PlannedTrial]], int] | None = None,
     ) -> None:
         self.ray = ray
+        # The budget's say (``cluster.budget.Ledger.admit``): how many of a batch, from its front, may
+        # start. A batch cut short goes back to the front of the queue and ``refused`` is set.
+        self.admit = admit
+        self.refused = False
         self.actor_lost = actor_lost  # what a call to a dead or unreachable actor raises
         self.store = store
         self.actors = actors
@@ -79,6 +85,15 @@ class Dispatcher:
         if self.per_actor[index] >= self.calls_per_actor or self.ramp_wait_s(queue, index) > 0:
             return False
         batch = self._batch(queue, index)
+        if self.admit is not None:
+            admitted = self.admit(batch)
+            if admitted < len(batch):
+                self.refused = True
+                for planned in reversed(batch[admitted:]):
+                    queue.appendleft(planned)
+                batch = batch[:admitted]
+                if not batch:
+                    return False
         self.started += not self.spec.models[batch[0].model_index].offline
         self.in_flight[self.actors[index].run_batch.remote(batch)] = (index, batch)
         self.per_actor[index] += 1

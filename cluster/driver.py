@@ -21,18 +21,22 @@ from typing import Any
 
 from apiflow.cli.grid import add_run_flags
 from apiflow.errors import UsageError, plain_message
+from apiflow.models.retry import QUOTA_KIND
 from apiflow.results.prices import load_price_table
 from apiflow.results.storage import check_output
 from apiflow.results.store import ResultStore
-from cluster.budget import SpendOnRecord, checkpoint, spend_on_record, worst_case_usd
+from apiflow.results.taskid import parse_task_id
+from cluster.budget import SpendOnRecord, checkpoint, spend_on_record
 from cluster.dispatch import Dispatcher
+from cluster.estimate import expected_costs
 from cluster.manifest import attempt_info, build_manifest, grid_id
 from cluster.plan import PlannedTrial, plan_grid, remaining
+from cluster.preflight import missing_keys, rejected_keys
 from cluster.progress import GridProgress, Tally
 from cluster.report import GridSummary, estimate_cost, print_estimate
 from cluster.session import Ray
 from cluster.spec import GridSpec, load_grid
-from cluster.worker import DEFAULT_MAX_TOKENS, TrialOutcome, load_checked_bank, price_for
+from cluster.worker import TrialOutcome, load_checked_bank, price_for
 from cluster.workqueue import WorkQueue
 
 STALL_S = 180.0
@@ -70,7 +74,6 @@ def _tally(tally: Tally, outcome: TrialOutcome, summary: GridSummary) -> None:
     if outcome.harness:
         tally.harness += 1
         model["harness"] += 1
-        tally.budget_refused += outcome.budget_refused
     elif outcome.passed is not None:
         tally.scored += 1
         tally.passed += bool(outcome.passed)
@@ -79,7 +82,7 @@ def _tally(tally: Tally, outcome: TrialOutcome, summary: GridSummary) -> None:
 
 
 def _start_actors(
-    ray: Any, spec: GridSpec, run_id: str, cpus: int, spent_usd: float = 0.0
+    ray: Any, spec: GridSpec, run_id: str, cpus: int, spent_usd: float = 0.0, guessed: frozenset[int] = frozenset()
 ) -> tuple[list[Any], dict[str, Any], Any]:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -103,7 +106,7 @@ def _start_actors(
                 provider, limit.rpm * limit.headroom, tpm, limit.burst_s
             )
     ledger = (
-        ledger_cls.options(num_cpus=0, scheduling_strategy=here).remote(spec.budget_usd, spent_usd)
+        ledger_cls.options(num_cpus=0, scheduling_strategy=here).remote(spec.budget_usd, spent_usd, guessed)
         if spec.budget_usd
         else None
     )
@@ -170,9 +173,16 @@ def run_grid(
     todo = remaining(plan, store.done_ids())  # the store's first request: no credentials, no endpoint
     summary = GridSummary(spec=spec, planned=len(plan), already_done=len(plan) - len(todo))
     print_estimate(spec, estimate_cost(spec, todo, model_prices), len(plan), len(todo))
+    keyless = missing_keys(spec) if todo else []
+    if dry_run:
+        for line in keyless:
+            print(f"  key: {line} (the run would refuse to start)", file=sys.stderr)
     if dry_run or not todo:
         summary.wall_s = time.monotonic() - started
         return summary
+    refused = keyless or rejected_keys(spec)  # before Ray and before anything is written
+    if refused:
+        raise UsageError("; ".join(refused))
     gid = grid_id(spec, bank)
     run_id = gid[:22]
     stored = store.read_manifest()
@@ -188,8 +198,8 @@ def run_grid(
         store.write_manifest(build_manifest(spec, bank, prices, len(plan)))
         attempt = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         store.write_attempt(attempt, attempt_info(run_id, {"address": address}))
-        if spec.budget_usd:  # the cap is the grid's: start from what earlier attempts spent
-            summary.on_record = spend_on_record(store)
+        # The grid's spend before this run: the budget's starting point, and the live line's.
+        summary.on_record = spend_on_record(store)
         journal = _Checkpoints(store, attempt, summary.on_record) if spec.budget_usd else None
         summary.tally = _drive(cluster, spec, run_id, todo, model_prices, summary, progress, journal)
     finally:
@@ -236,12 +246,25 @@ class _Checkpoints:
             self.writer.join(timeout=60)
 
 
+def _park(spec: GridSpec, queue: WorkQueue, summary: GridSummary, outcome: TrialOutcome) -> None:
+    """The provider's account is out of quota or credit: its unsent trials stay pending for the next run
+    (no retry would help, and each would fail the same way)."""
+    provider = spec.models[outcome.model_index].provider
+    if provider in summary.parked:
+        return
+    left = queue.remove(lambda p: spec.models[p.model_index].provider == provider)
+    summary.parked[provider] = left
+    print(f"[grid] provider {provider} parked: its account is out of quota or credit; {left} of its "
+          "trials stay pending for the next run", file=sys.stderr, flush=True)  # fmt: skip
+
+
 def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], model_prices: list[Any],
            summary: GridSummary, progress: bool, journal: _Checkpoints | None = None) -> Tally:  # fmt: skip
     ray = cluster.ray
     began = time.monotonic()
     spent_before = summary.on_record.total_usd if summary.on_record else 0.0
-    actors, gates, ledger = _start_actors(ray, spec, run_id, cluster.cpus(), spent_before)
+    expected, guessed = expected_costs(spec, todo, model_prices) if spec.budget_usd else ({}, frozenset())
+    actors, gates, ledger = _start_actors(ray, spec, run_id, cluster.cpus(), spent_before, guessed)
     pings = {a.ping.remote(): i for i, a in enumerate(actors)}
     # Wait for every actor, but not forever: one that cannot be placed (a node lost, its CPUs gone)
     # must not hang the run; it joins through the dispatcher's probes when it comes up.
@@ -255,24 +278,32 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
     from cluster.actors import ACTOR_LOST
 
     store = ResultStore(spec.out, spec.storage_options)
-    dispatcher = Dispatcher(ray, actors, spec, calls, window, store, actor_lost=ACTOR_LOST)
+    admit = None
+    if ledger is not None:
+
+        def admit(batch: list[PlannedTrial]) -> int:
+            asked = []
+            for p in batch:
+                ref = parse_task_id(p.task_id)
+                asked.append((p.trial_id, p.model_index, expected[(p.model_index, ref.kind, ref.length)]))
+            return int(ray.get(ledger.admit.remote(asked)))
+
+    dispatcher = Dispatcher(ray, actors, spec, calls, window, store, actor_lost=ACTOR_LOST, admit=admit)
     for ref, index in pings.items():
         if ref not in ready:
             dispatcher.live[index] = False
             dispatcher.probes[ref] = index
-    next_call = max(
-        worst_case_usd(spec.estimate.call_prompt_tokens, m.max_tokens or DEFAULT_MAX_TOKENS, p)
-        for m, p in zip(spec.models, model_prices, strict=True)
-    )
     queue, tally, admitting, last_stats = WorkQueue(todo, len(actors)), Tally(), True, 0.0
+    tally.total, tally.on_record_usd, tally.cap_usd = len(todo), spent_before, spec.budget_usd
     cpu_before = time.process_time()
     idle_since = time.monotonic()
     with GridProgress(len(todo), enabled=progress) as display:
         while queue or dispatcher.in_flight:
-            if ledger is not None and queue and admitting:
-                admitting = ray.get(ledger.admit.remote(next_call))
+            dispatcher.refused = False
             while admitting and dispatcher.submit(queue):
                 pass
+            if dispatcher.refused and not dispatcher.in_flight:
+                admitting = False  # the next trial does not fit and nothing running can make room
             if not dispatcher.in_flight:
                 if not admitting:
                     break  # budget closed and nothing running
@@ -286,8 +317,15 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
             tally.requeued += requeued
             for outcome in outcomes:
                 _tally(tally, outcome, summary)
+                if outcome.fault == QUOTA_KIND:
+                    _park(spec, queue, summary, outcome)
+            if ledger is not None and outcomes:  # room the ended trials leave, and what they taught
+                ended = [(o.trial_id, o.stored and not o.harness) for o in outcomes]
+                admitting = bool(ray.get(ledger.finish.remote(ended))) and admitting
             if journal is not None and ledger is not None and journal.due():
-                journal.write(ray.get(ledger.summary.remote()), tally.stored_usd)
+                state = ray.get(ledger.summary.remote())
+                journal.write(state, tally.stored_usd)
+                tally.ledger_usd = state["spent_usd"]
             if gates and time.monotonic() - last_stats > 2.0:
                 last_stats = time.monotonic()
                 stats = ray.get([g.stats.remote() for g in gates.values()])
@@ -298,7 +336,7 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
     summary.driver_trial_cpu_s = time.process_time() - cpu_before
     summary.not_started = len(queue)
     summary.abandoned = len(dispatcher.abandoned)
-    summary.budget_reached = ledger is not None and (not admitting or tally.budget_refused > 0)
+    summary.budget_reached = ledger is not None and not admitting
     if ledger is not None:
         summary.ledger = ray.get(ledger.summary.remote())
         if journal is not None:

@@ -89,6 +89,36 @@ def estimate_grid(spec: GridSpec, todo: list[PlannedTrial], prices: list[Prices]
     return result
 
 
+def expected_costs(
+    spec: GridSpec, todo: list[PlannedTrial], prices: list[Prices]
+) -> tuple[dict[tuple[int, str, int], float], frozenset[int]]:
+    """Per (model index, task kind, length) of the ``todo`` trials: a trial's expected cost, what the
+    budget admits trials by (``cluster.budget``); and the models whose costs are the panel's guess
+    (the published corpus lacks them). A free model costs nothing."""
+    needed: dict[int, set[tuple[str, int]]] = defaultdict(set)
+    for trial in todo:
+        ref = parse_task_id(trial.task_id)
+        needed[trial.model_index].add((ref.kind, ref.length))
+    out: dict[tuple[int, str, int], float] = {}
+    guessed: set[int] = set()
+    profile = None
+    for index, places in needed.items():
+        model = spec.models[index]
+        if _free(prices[index]):
+            out.update({(index, *place): 0.0 for place in places})
+            continue
+        if profile is None:
+            profile = TokenProfile.fit(published_rows(PUBLISHED_TABLE))
+        caching = not (marks_breakpoints(model.model) and model.params.get("prompt_caching") is False)
+        name = profile.model_name(model.slug) or profile.model_name(model.model)
+        if name is None:
+            guessed.add(index)
+        for kind, length in places:
+            cell, _ = profile.cell(name, kind, length)
+            out[(index, kind, length)] = cell.cost(prices[index], caching)[0]
+    return out, frozenset(guessed)
+
+
 def _cache_read_share(profile: TokenProfile, model: object) -> float:
     """The share of a Claude model's prompt read from cache in its published trials (0.9 if unknown)."""
     slug, route = getattr(model, "slug", ""), getattr(model, "model", "")

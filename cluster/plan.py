@@ -21,7 +21,7 @@ from apiflow.agent.ids import agent_version
 from apiflow.bank import Bank, Task
 from apiflow.errors import UsageError
 from apiflow.tools import tool_schema_hash
-from cluster.spec import GridModel, GridSpec, canonical_hash
+from cluster.spec import GridModel, GridSpec, Sample, canonical_hash
 
 CYCLE_SEED_STRIDE = 1_000_003
 """Seed offset of each extra cycle through the tasks when ``tasks.count`` exceeds the bank."""
@@ -56,13 +56,20 @@ def select_tasks(spec: GridSpec, bank: Bank) -> list[Task]:
     """The bank tasks the grid's filter keeps, in bank order.
 
     Raises:
-        UsageError: the filter keeps no task (a grid of nothing is a mistake, not a finished run).
+        UsageError: the filter keeps no task (a grid of nothing is a mistake, not a finished run), or
+            names a task or an axis the bank does not have.
     """
     wanted = spec.tasks
     if wanted.ids is not None:
         chosen = [bank.task(task_id) for task_id in wanted.ids]
     else:
         chosen = list(bank.tasks.values())
+    if wanted.axes is not None:
+        unknown = set(wanted.axes) - {t.axis for t in bank.tasks.values()}
+        if unknown:
+            known = sorted({str(t.axis) for t in bank.tasks.values()})
+            raise UsageError(f"bank {bank.name} has no axis {sorted(unknown)}; its axes: {', '.join(known)}")
+    left_out = set(wanted.exclude or ())
     kept = [
         t
         for t in chosen
@@ -70,11 +77,32 @@ def select_tasks(spec: GridSpec, bank: Bank) -> list[Task]:
         and (wanted.kind == "all" or t.kind == wanted.kind)
         and (wanted.min_length is None or t.length >= wanted.min_length)
         and (wanted.max_length is None or t.length <= wanted.max_length)
+        and (wanted.axes is None or t.axis in wanted.axes)
+        and (wanted.difficulties is None or t.difficulty in wanted.difficulties)
+        and t.id not in left_out
     ]
+    if wanted.sample is not None:
+        kept = _sampled(kept, wanted.sample, spec.seed)
     if not kept:
         used = wanted.model_dump(exclude_defaults=True, exclude={"count"})
         raise UsageError(f"the grid's task filter {used or {}} keeps no task of bank {bank.name}")
     return kept
+
+
+def _sampled(tasks: list[Task], sample: Sample, grid_seed: int) -> list[Task]:
+    """A seeded draw from each stratum (its own random stream: a stratum's draw does not depend on the
+    others), kept in bank order."""
+    strata: dict[str, list[Task]] = {}
+    for task in tasks:
+        key = {"world-axis": f"{task.world}/{task.axis}", "world": task.world, "axis": str(task.axis),
+               "none": ""}[sample.per]  # fmt: skip
+        strata.setdefault(key, []).append(task)
+    seed = grid_seed if sample.seed is None else sample.seed
+    keep: set[str] = set()
+    for key, members in sorted(strata.items()):
+        size = sample.count if sample.count is not None else max(1, round(len(members) * (sample.fraction or 0)))
+        keep.update(t.id for t in random.Random(f"{seed}:{key}").sample(members, min(size, len(members))))
+    return [t for t in tasks if t.id in keep]
 
 
 def task_slots(spec: GridSpec, bank: Bank) -> list[tuple[Task, int]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -32,7 +32,6 @@ class Tally:
     passed: int = 0
     scored: int = 0
     harness: int = 0
-    budget_refused: int = 0
     retries: int = 0
     spent_usd: float = 0.0
     stored_usd: float = 0.0
@@ -41,14 +40,49 @@ class Tally:
     requeued: int = 0
     gate_wait_s: float = 0.0
     rate_limited: int = 0
+    total: int = 0
+    """Trials this invocation set out to run."""
+    on_record_usd: float = 0.0
+    """The grid's spend on record before this invocation (earlier attempts)."""
+    ledger_usd: float | None = None
+    """With a budget: the ledger's spend, every call billed so far (in-flight trials included)."""
+    cap_usd: float | None = None
+    began: float = field(default_factory=time.monotonic)
+
+    @property
+    def grid_usd(self) -> float:
+        """The grid's spend on record now: earlier attempts plus this one's (billed calls, with a ledger)."""
+        return self.ledger_usd if self.ledger_usd is not None else self.on_record_usd + self.spent_usd
+
+    def eta_s(self, now: float | None = None) -> float | None:
+        """Seconds left at the observed pace: the trials left at this run's trial rate, or, with a cap,
+        the money left at this run's spend rate, whichever ends first (None before a trial ends)."""
+        elapsed = (now if now is not None else time.monotonic()) - self.began
+        if not self.done or elapsed <= 0:
+            return None
+        left = max(self.total - self.done, 0) * elapsed / self.done
+        spent_here = self.grid_usd - self.on_record_usd
+        if self.cap_usd is not None and spent_here > 0:
+            left = min(left, max(self.cap_usd - self.grid_usd, 0.0) * elapsed / spent_here)
+        return left
 
     def describe(self) -> str:
-        """One short status line."""
+        """One short status line: the grid's money and time, then this run's faults."""
         rate = f"{self.passed / self.scored:.1%}" if self.scored else "-"
+        money = f"${self.grid_usd:.4f} on record" + (f" of ${self.cap_usd:.2f}" if self.cap_usd else "")
+        eta = self.eta_s()
+        clock = f"{_clock(time.monotonic() - self.began)} elapsed" + (f", ETA {_clock(eta)}" if eta is not None else "")
         return (
-            f"pass {rate} · harness {self.harness} · ${self.spent_usd:.4f} · retries {self.retries}"
+            f"pass {rate} · harness {self.harness} · {money} · {clock} · retries {self.retries}"
             f" · 429s {self.rate_limited} · gate wait {self.gate_wait_s:.1f}s"
         )
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 class GridProgress:

@@ -40,6 +40,8 @@ class GridSummary:
     """The driver's CPU in the trial phase alone (dispatch, outcomes, progress)."""
     workers: list[dict[str, Any]] = field(default_factory=list)
     """Each actor's ``TrialWorker.stats()`` at the end of the run."""
+    parked: dict[str, int] = field(default_factory=dict)
+    """Providers whose account ran out of quota or credit, and their trials left pending."""
 
     def model(self, index: int) -> dict[str, Any]:
         """Per-model counters (created on first use)."""
@@ -64,9 +66,12 @@ class GridSummary:
             f"  scored {t.scored}, passed {t.passed}"
             + (f" ({t.passed / t.scored:.1%})" if t.scored else "")
             + f"; harness/provider outcomes {t.harness} (excluded from scores, retried on resume)",
-            f"  spend ${t.spent_usd:.4f}; provider retries {t.retries}; re-queued after actor loss {t.requeued}"
+            f"  spend ${t.spent_usd:.4f} by this run; ${self.grid_usd:.4f} on record for the grid"
+            + (f" (cap ${self.spec.budget_usd:.2f})" if self.spec.budget_usd else "")
+            + f"; provider retries {t.retries}; re-queued after actor loss {t.requeued}"
             + (f"; found already stored on re-queue {t.duplicates}" if t.duplicates else ""),
         ]
+        out.extend(self._model_lines())
         if self.phases:
             out.append(
                 "  time: "
@@ -85,14 +90,24 @@ class GridSummary:
                 f"  budget: ${r.total_usd:.4f} already on record (rows ${r.rows_usd:.4f}, failures "
                 f"${r.failures_usd:.4f}, unstored at the last driver's checkpoint ${r.unstored_usd:.4f})"
             )
+        for provider, left in self.parked.items():
+            out.append(
+                f"PARKED {provider}: the account is out of quota or credit; {left} trials left pending "
+                "(nothing burned on retries). Add credit, then rerun to continue."
+            )
         if self.stalled:
             out.append("  STALLED: no worker actor could be placed; rerun when the cluster has capacity")
         if self.budget_reached:
-            cap = self.ledger["cap_usd"] if self.ledger else self.spec.budget_usd
-            spent = self.ledger["spent_usd"] if self.ledger else t.spent_usd
+            ledger = self.ledger or {}
+            cap = ledger.get("cap_usd", self.spec.budget_usd)
+            spent = ledger.get("spent_usd", t.spent_usd)
+            over = ledger.get("overshoot_usd", 0.0)
             out.append(
-                f"BUDGET REACHED: spent ${spent:.4f} of ${cap:.4f}; {self.not_started} trials not started, "
-                f"{t.budget_refused} stopped mid-trial. Rerun with a higher --budget-usd to continue."
+                f"BUDGET REACHED: spent ${spent:.4f} of ${cap:.4f} on record"
+                + (f" (over by ${over:.4f}: trials in flight cost more than expected)" if over else "")
+                + f"; ${ledger.get('unstored_usd', 0.0):.4f} of it on trials that stored nothing; "
+                f"{self.not_started} trials not started, in the planned order. "
+                "Rerun with a higher --budget-usd to continue."
             )
         if self.abandoned:
             out.append(
@@ -102,6 +117,28 @@ class GridSummary:
             left = self.planned - stored_total
             out.append(
                 f"  {left} trials not stored (harness/provider outcomes or abandoned): rerun to retry them"
+            )
+        return out
+
+    @property
+    def grid_usd(self) -> float:
+        """Spend on record for the whole grid: earlier attempts plus this run's billed calls."""
+        before = self.on_record.total_usd if self.on_record else 0.0
+        if self.ledger is not None:
+            return float(self.ledger["spent_usd"])
+        return before + self.tally.spent_usd
+
+    def _model_lines(self) -> list[str]:
+        """Per model, this run: stored, scored and passed, unscored, and what it spent."""
+        if len(self.spec.models) < 2 or not self.per_model:
+            return []
+        width = max(len(m.slug) for m in self.spec.models)
+        out = []
+        for index, counts in sorted(self.per_model.items()):
+            rate = f"{counts['passed'] / counts['scored']:.1%}" if counts["scored"] else "-"
+            out.append(
+                f"    {self.spec.models[index].slug:<{width}}  scored {counts['scored']:>5}  pass {rate:>6}  "
+                f"unscored {counts['harness']:>4}  ${counts['spent_usd']:.4f}"
             )
         return out
 

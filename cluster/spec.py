@@ -75,6 +75,31 @@ class GridModel(BaseModel):
         return is_offline(self.model)
 
 
+class Sample(BaseModel):
+    """A seeded random sample of the selected tasks, drawn per stratum so every stratum keeps its share.
+
+    Attributes:
+        per: The strata: ``world-axis`` (each world's tasks of each capability axis; chains are
+            their own axis), ``world``, ``axis`` or ``none`` (one stratum).
+        fraction: Keep this share of each stratum (at least one task of each).
+        count: Keep this many tasks of each stratum (all of a smaller one).
+        seed: The draw's seed (default: the grid's).
+    """
+
+    model_config = _FROZEN
+
+    per: Literal["world-axis", "world", "axis", "none"] = "world-axis"
+    fraction: float | None = Field(default=None, gt=0, le=1)
+    count: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+
+    @model_validator(mode="after")
+    def _one_size(self) -> Sample:
+        if (self.fraction is None) == (self.count is None):
+            raise ValueError("a sample takes exactly one of fraction or count")
+        return self
+
+
 class TaskFilter(BaseModel):
     """Which bank tasks the grid runs.
 
@@ -83,6 +108,13 @@ class TaskFilter(BaseModel):
         worlds: Keep only these worlds (``w01``...).
         kind: ``solo``, ``chain`` or ``all``.
         min_length / max_length: Chain length K (solo: sub index) bounds.
+        axes: Keep only these capability axes (``pagination``, ``authentication``, ...; ``chain``).
+        difficulties: Keep only these difficulties (``easy``, ``medium``, ``hard``).
+        exclude: Task ids to leave out (the screened cells, say). A grid file may name them in a
+            file instead (``exclude_file``: one id a line, ``#`` starts a comment, the path relative
+            to the grid file); ``load_grid`` reads it into this list, so the grid's id follows the
+            ids, not where the file was.
+        sample: A seeded stratified sample of what the filters above keep.
         count: Run exactly this many task slots, cycling through the selected tasks with a new
             seed per cycle (how a small bank stands in for a full-size one in benchmarks).
     """
@@ -94,7 +126,20 @@ class TaskFilter(BaseModel):
     kind: Literal["solo", "chain", "all"] = "all"
     min_length: int | None = None
     max_length: int | None = None
+    axes: list[str] | None = None
+    difficulties: list[Literal["easy", "medium", "hard"]] | None = None
+    exclude: list[str] | None = None
+    sample: Sample | None = None
     count: int | None = Field(default=None, ge=1)
+
+    def identity(self) -> dict[str, Any]:
+        """What decides the selection: the fields a grid sets (those added since grid ids were first
+        pinned are left out while unset, so an existing grid keeps its id)."""
+        unset = {name for name in _LATER_FILTERS if getattr(self, name) is None}
+        return self.model_dump(mode="json", exclude=unset)
+
+
+_LATER_FILTERS = ("axes", "difficulties", "exclude", "sample")
 
 
 class Concurrency(BaseModel):
@@ -158,20 +203,6 @@ class RateLimit(BaseModel):
     provider's would otherwise turn a request sent exactly on time into an occasional 429."""
 
 
-class Estimate(BaseModel):
-    """Tokens one trial is expected to use, for the dry-run cost estimate (not a cap)."""
-
-    model_config = _FROZEN
-
-    input: int = 20_000
-    output: int = 4_000
-    cache_read: int = 60_000
-    cache_write: int = 0
-    reasoning: int = 0
-    call_prompt_tokens: int = 16_000
-    """Prompt size assumed when a call's worst case is reserved and the messages are not yet known."""
-
-
 class GridSpec(BaseModel):
     """A grid of trials: models × tasks × epochs, and how to run and store it."""
 
@@ -195,7 +226,11 @@ class GridSpec(BaseModel):
     retry: Retry = Field(default_factory=Retry)
     ratelimits: dict[str, RateLimit] = Field(default_factory=dict)
     ratelimits_file: str | None = None
-    estimate: Estimate = Field(default_factory=Estimate)
+    preflight: Literal["auto", "call", "env", "off"] = "auto"
+    """Key checks before the first trial (``cluster.preflight``): ``env`` checks a key is in reach,
+    ``call`` also asks the provider with one tiny call, ``auto`` does both for routes with no
+    ``api_base`` of their own (real providers) and nothing for the others (a local server may need
+    no key); ``off`` skips them."""
 
     @model_validator(mode="after")
     def _unique_slugs(self) -> GridSpec:
@@ -209,7 +244,7 @@ class GridSpec(BaseModel):
         return {
             "bank_hash": self.bank_hash,
             "models": [m.model_dump(mode="json", exclude={"provider", "params"}) for m in self.models],
-            "tasks": self.tasks.model_dump(mode="json"),
+            "tasks": self.tasks.identity(),
             "epochs": self.epochs,
             "seed": self.seed,
             "limits": self.limits.model_dump(mode="json"),
@@ -242,6 +277,11 @@ def load_grid(path: str | Path) -> GridSpec:
         raise UsageError(f"grid {path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise UsageError(f"grid {path} must be a mapping")
+    tasks = data.get("tasks")
+    if isinstance(tasks, dict) and "exclude_file" in tasks:
+        tasks = dict(tasks)
+        listed = _task_ids_in(path.parent / str(tasks.pop("exclude_file")))
+        data = {**data, "tasks": {**tasks, "exclude": sorted(set(tasks.get("exclude") or ()) | listed)}}
     limits_file = data.get("ratelimits_file")
     if limits_file:
         data = {
@@ -254,6 +294,15 @@ def load_grid(path: str | Path) -> GridSpec:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise UsageError(f"grid {path}: invalid {where}: {first['msg']}") from None
+
+
+def _task_ids_in(path: Path) -> set[str]:
+    """The task ids a file lists, one a line (``#`` starts a comment)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read the exclude file {path}: {exc.strerror}") from None
+    return {line.split("#", 1)[0].strip() for line in text.splitlines()} - {""}
 
 
 def _read_ratelimits(path: Path) -> dict[str, Any]:

@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
-import pyarrow.compute as pc
-
+from apiflow.analysis.outcomes import kind_of
 from apiflow.errors import UsageError
 from apiflow.results.store import ResultStore
+from cluster.budget import spend_on_record
 from cluster.plan import plan_grid
 from cluster.spec import GridSpec
 from cluster.worker import load_checked_bank
+
+
+def _spend_line(store: ResultStore, spec: GridSpec) -> str:
+    """The grid's spend as its budget ledger counts it: stored rows, every failed attempt, and what the
+    latest driver checkpoint saw spent by trials that stored nothing."""
+    spend = spend_on_record(store)
+    cap = f" of the ${spec.budget_usd:.2f} cap ({spend.total_usd / spec.budget_usd:.1%})" if spec.budget_usd else ""
+    return (
+        f"  spend on record ${spend.total_usd:.4f}{cap}: stored trials ${spend.rows_usd:.4f}, failed attempts "
+        f"${spend.failures_usd:.4f}, unstored at the last checkpoint ${spend.unstored_usd:.4f}"
+    )
+
+
+def _failure_causes(store: ResultStore, done: set[str]) -> collections.Counter[str]:
+    """Failed attempts of trials still not stored, by the fault class their records name."""
+    failures = store.read_rows(failures=True)
+    if not failures.num_rows:
+        return collections.Counter()
+    pairs = failures.select(["trial_id", "harness_error"]).to_pylist()
+    return collections.Counter(kind_of(r["harness_error"]) for r in pairs if r["trial_id"] not in done)
 
 
 def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list[str]:
@@ -37,12 +58,15 @@ def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list
         f" {manifest['price_table']['hash'][:12]}; git {str(manifest['git'].get('commit'))[:10]}"
         f"{' (dirty)' if manifest['git'].get('dirty') else ''}",
     ]
-    spent = pc.sum(rows.column("cost_usd")).as_py() or 0.0
     planned_total = len(plan) if plan is not None else manifest["planned_trials"]
     lines.append(
         f"  done {len(done)} / {planned_total}; remaining {planned_total - len(done)}; "
-        f"failed (harness/provider, will retry) {len(failed)}; spend ${spent:.4f}"
+        f"failed (harness/provider, will retry) {len(failed)}"
     )
+    lines.append(_spend_line(store, spec))
+    causes = _failure_causes(store, done)
+    if causes:
+        lines.append("  unscored attempts by cause: " + ", ".join(f"{k} {n}" for k, n in causes.most_common()))
     by_model: dict[str, dict[str, int]] = {
         m.slug: {"planned": 0, "done": 0, "failed": 0, "passed": 0} for m in spec.models
     }

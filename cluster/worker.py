@@ -17,6 +17,7 @@ from typing import Any
 from apiflow.agent import TrialSpec, trial_seed
 from apiflow.agent.heap import settle_loaded
 from apiflow.agent.replay import replay_for
+from apiflow.analysis.outcomes import kind_of
 from apiflow.bank import Bank, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import GenerateConfig, make_model, model_prices, uses_litellm
@@ -34,9 +35,6 @@ from cluster.plan import PlannedTrial, trial_limits
 from cluster.ratelimit import ActorCallGate
 from cluster.spec import GridModel, GridSpec
 
-DEFAULT_MAX_TOKENS = 8_192
-"""Output cap a budget reservation assumes when a model sets no ``max_tokens``."""
-
 
 @dataclass(frozen=True, slots=True)
 class TrialOutcome:
@@ -51,7 +49,8 @@ class TrialOutcome:
     termination: str
     cost_usd: float
     retries: int
-    budget_refused: bool = False
+    fault: str = ""
+    """For a harness outcome, the fault class its record names (``QuotaExhausted``, ``RateLimitError``)."""
 
 
 def price_for(table: PriceTable, model: GridModel) -> Prices:
@@ -142,9 +141,7 @@ class TrialRunner:
             )
             model.retry = retry_hook(self.policy, call_gate)  # type: ignore[attr-defined]
         if self.ledger is not None:
-            model = BudgetedModel(
-                model, self.ledger, self.model_prices[index], grid_model.max_tokens or DEFAULT_MAX_TOKENS
-            )
+            model = BudgetedModel(model, self.ledger, self.model_prices[index], planned.trial_id)
         return model
 
     async def run_one(self, planned: PlannedTrial) -> TrialOutcome:
@@ -275,7 +272,7 @@ def _outcome(planned: PlannedTrial, record: TrialRecord, stored: bool) -> TrialO
         termination=str(block.termination),
         cost_usd=block.cost_usd or 0.0,
         retries=len(block.retries),
-        budget_refused=bool(block.harness_error and "budget reached" in block.harness_error),
+        fault=kind_of(block.harness_error) if record.is_harness_outcome else "",
     )
 
 

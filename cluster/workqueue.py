@@ -14,7 +14,7 @@ dead actor's shelf is emptied that way too) and the run order, fair when cut, st
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from cluster.plan import PlannedTrial
 
@@ -66,6 +66,16 @@ class WorkQueue:
     def appendleft(self, trial: PlannedTrial) -> None:
         """Put a trial back at the front of its home shelf (a dead actor's batch: finish what was started first)."""
         self._shelf(trial).appendleft(trial)
+
+    def remove(self, drop: Callable[[PlannedTrial], bool]) -> int:
+        """Take every unsent trial ``drop`` picks off the shelves; how many."""
+        removed = 0
+        for shelf in self.shelves:
+            kept = [t for t in shelf if not drop(t)]
+            removed += len(shelf) - len(kept)
+            shelf.clear()
+            shelf.extend(kept)
+        return removed
 
     def __iter__(self) -> Iterator[PlannedTrial]:
         for shelf in self.shelves:

@@ -39,6 +39,7 @@ from apiflow.models.provider_fields import (
     replay_state,
     usage_from_response,
 )
+from apiflow.models.retry import QUOTA_KIND, is_quota_error
 from apiflow.redact import RedactingFilter, redact, secrets_in
 
 RetryHook = Callable[[Callable[[], Awaitable[Any]], list[dict[str, Any]]], Awaitable[Any]]
@@ -371,11 +372,12 @@ def _provider_error(
     redaction: it holds exception class names, statuses and numbers only (models/retry.py).
     """
     status = getattr(exc, "status_code", None)
+    quota = is_quota_error(exc)
     return LiteLLMProviderError(
-        _fault_text(exc, secrets),
+        (QUOTA_KIND + ": " if quota else "") + _fault_text(exc, secrets),
         tuple(retry_log),
         status if isinstance(status, int) else None,
-        type(exc).__name__,
+        QUOTA_KIND if quota else type(exc).__name__,
     )
 
 
@@ -390,3 +392,39 @@ def _harness_fault(exc: Exception, secrets: frozenset[str] = frozenset()) -> Lit
         "original traceback (redacted):\n" + redact("".join(traceback.format_exception(exc)), secrets)
     )
     return fault
+
+
+def missing_key(model: str, params: dict[str, Any]) -> str | None:
+    """Why ``model`` cannot authenticate from here, without calling it; None when a key is in reach.
+
+    A key in the model's params wins; otherwise litellm names the environment variables its route
+    reads (``validate_environment``). A route that needs none (a local server) passes.
+    """
+    if params.get("api_key"):
+        return None
+    found = _litellm().validate_environment(model=model)
+    if found.get("keys_in_environment", True):
+        return None
+    names = ", ".join(found.get("missing_keys") or ()) or "its key"
+    return f"{model}: no API key: set {names} (or the model's params.api_key)"
+
+
+async def rejected_key(model: str, params: dict[str, Any]) -> str | None:
+    """Why the provider refuses this key, by one call of one output token; None when it answered or
+    failed for another reason (the trials then meet that fault through the retry layer)."""
+    litellm = _litellm()
+    secrets = frozenset(secrets_in(params))
+    kwargs: dict[str, Any] = {"max_retries": 0, **params, "num_retries": 0}
+    kwargs.pop("prompt_caching", None)
+    try:
+        ping = [{"role": "user", "content": "ping"}]
+        await litellm.acompletion(model=model, messages=ping, max_tokens=1, **kwargs)
+    except _provider_faults() as exc:
+        refused = type(exc).__name__ in ("AuthenticationError", "PermissionDeniedError")
+        if refused or getattr(exc, "status_code", 0) in (401, 403):
+            return f"{model}: the provider refused the key: {_fault_text(exc, secrets)}"
+        if is_quota_error(exc):
+            return f"{model}: the account is out of quota or credit: {_fault_text(exc, secrets)}"
+    except Exception:  # noqa: BLE001 - anything else is for the trials' retry layer to meet and record
+        return None
+    return None

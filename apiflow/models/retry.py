@@ -35,6 +35,27 @@ NEVER_RETRY_KINDS = frozenset(
 )  # fmt: skip
 
 
+QUOTA_MARKS = (
+    "insufficient_quota", "exceeded your current quota", "credit balance is too low", "billing details",
+    "insufficient funds", "payment required", "spend limit", "budget has been exceeded", "quota exceeded",
+)  # fmt: skip
+"""Words providers and gateways use when an account has run out of money or quota (OpenAI's 429
+``insufficient_quota``, Anthropic's 400 "credit balance is too low", a proxy's spend cap)."""
+
+
+QUOTA_KIND = "QuotaExhausted"
+"""The fault kind a record names when the provider account is out of money or quota."""
+
+
+def is_quota_error(exc: BaseException) -> bool:
+    """True when the account, not the moment, is the problem: no retry can fix it, and every other
+    trial of the provider would fail alike (the grid parks the provider instead: cluster/driver.py)."""
+    if status_of(exc) == 402 or type(exc).__name__ == "BudgetExceededError":
+        return True
+    text = f"{exc} {getattr(exc, 'code', '') or ''} {getattr(exc, 'body', '') or ''}".lower()
+    return any(mark in text for mark in QUOTA_MARKS)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Caps and backoff of the retry layer.
@@ -80,7 +101,7 @@ def status_of(exc: BaseException) -> int | None:
 def is_retryable(exc: BaseException) -> bool:
     """True for faults a later attempt can fix (429, 5xx, timeouts, connection errors)."""
     kind = type(exc).__name__
-    if kind in NEVER_RETRY_KINDS:
+    if kind in NEVER_RETRY_KINDS or is_quota_error(exc):
         return False
     status = status_of(exc)
     if status is not None:

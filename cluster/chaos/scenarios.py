@@ -335,8 +335,8 @@ class Chaos:
             self.proc = None
             for k in range(self.s.budget_kills):
                 self.proc = self.driver(grid, f"budget-run{k + 1}")
-                # Early: the ledger closes admission before the cap is spent (open worst-case reservations),
-                # so on a small grid the last fraction of ``calls_at_cap`` may never be reached.
+                # Early: admission holds back each trial's expected cost until it ends, so on a small
+                # grid the last fraction of ``calls_at_cap`` may never be reached.
                 at = calls_at_cap * (k + 1) / (2 * (self.s.budget_kills + 1))
                 note = self._wait_calls(standin, at, deadline)
                 note = note or self._kill_driver()
@@ -363,12 +363,17 @@ class Chaos:
         self.check("budget: true spend <= cap + what killed drivers had in flight", true <= cap + allowance,
                    f"true ${true:.4f}, cap ${cap:.4f}, allowance ${allowance:.4f} = {self.s.budget_kills} kills x "
                    f"{concurrent} concurrent trials x dearest trial ${self.max_trial_cost:.4f}")  # fmt: skip
+        overshoot = self.in_flight_cost()
         self.check(
-            "budget: spend on record <= cap", on_record <= cap + 1e-9, f"${on_record:.4f} of ${cap:.4f}"
+            "budget: spend on record <= cap + what trials in flight can cost beyond it",
+            on_record <= cap + overshoot + 1e-9,
+            f"${on_record:.4f} of ${cap:.4f} (+ ${overshoot:.4f} = {self.s.actors * self.s.trials_per_actor} "
+            f"trials in flight x dearest ${self.max_trial_cost:.4f})",
         )
         if self.s.budget_rerun:
-            self.check("budget: a rerun after BUDGET REACHED spends at most the room left", rerun_spend <= room + 1e-9,
-                   f"rerun spent ${rerun_spend:.4f}; room left on record ${room:.4f} (a fresh ledger would allow "
+            self.check("budget: a rerun after BUDGET REACHED spends at most the room left (+ its in-flight excess)",
+                       rerun_spend <= room + overshoot + 1e-9,
+                       f"rerun spent ${rerun_spend:.4f}; room left on record ${room:.4f} (a fresh ledger would allow "
                        f"${cap:.4f} again)")  # fmt: skip
         self.check("budget: the cap stopped the grid (not every trial ran)", len(rows) < len(self.clean),
                    f"{len(rows)} of {len(self.clean)} stored")  # fmt: skip

@@ -74,31 +74,33 @@ def test_a_rerun_cannot_spend_the_cap_again(tmp_path, records):
     store = ResultStore(str(tmp_path / "out"))
     cap = 2.0
     first = Ledger(cap)  # the first driver spends 1.50 on three stored trials, then 0.40 in flight ...
-    for record in records[:3]:
-        first.settle(first.reserve(0.1), record.apiflow.cost_usd)
+    assert first.admit([(f"t{i}", 0, 0.1) for i in range(4)]) == 4
+    for index, record in enumerate(records[:3]):
+        first.charge(f"t{index}", record.apiflow.cost_usd)
+        first.finish(f"t{index}", stored=True)
         _put(store, record)
-    in_flight = first.reserve(0.4)
-    first.settle(in_flight, 0.4)
+    first.charge("t3", 0.4)
     store.write_checkpoint("a1", checkpoint("a1", first.summary(), SpendOnRecord(0, 0, 0, 0), stored_usd=1.5))
     # ... and is SIGKILLed: the 0.40 has no row. The rerun's ledger starts from the record.
     base = spend_on_record(store)
     assert base.total_usd == pytest.approx(1.9)
     again = Ledger(cap, base.total_usd)
-    assert again.admit(0.05) and again.reserve(0.2) is None  # 1.9 + 0.2 > 2.0: refused, closed
-    assert not again.admit(0.05)
+    assert again.admit([("a", 0, 0.05)]) == 1
+    assert again.admit([("b", 0, 0.2)]) == 0  # 1.95 + 0.2 > 2.0: refused (waits for "a")
+    again.finish("a", stored=True)
+    assert again.admit([("b", 0, 0.2)]) == 0 and again.state.closed  # nothing in flight: closed
     # Without the rebuild a fresh ledger would have let the rerun spend the whole cap a second time.
-    assert Ledger(cap).reserve(0.2) is not None
+    assert Ledger(cap).admit([("b", 0, 0.2)]) == 1
 
 
 def test_checkpoint_carries_earlier_unstored_spend_forward():
     base = SpendOnRecord(rows_usd=1.0, failures_usd=0.5, unstored_usd=0.25, objects=3)
     ledger = Ledger(10.0, base.total_usd)
-    ticket = ledger.reserve(0.5)
-    ledger.settle(ledger.reserve(0.3), 0.3)  # a trial that then stored its row (0.3)
+    assert ledger.admit([("open", 0, 0.5), ("done", 0, 0.3)]) == 2
+    ledger.charge("done", 0.3)
+    ledger.finish("done", stored=True)  # a trial that then stored its row (0.3)
     point = checkpoint("a2", ledger.summary(), base, stored_usd=0.3)
-    assert point["spent_usd"] == pytest.approx(1.75 + 0.3) and point["reserved_usd"] == pytest.approx(0.5)
-    assert point["unstored_usd"] == pytest.approx(
-        0.25
-    )  # the earlier kill's, carried; reservations are not spend
-    ledger.settle(ticket, 0.1)  # the open call settles: a kill now would hide it
+    assert point["spent_usd"] == pytest.approx(1.75 + 0.3) and point["reserved_usd"] > 0
+    assert point["unstored_usd"] == pytest.approx(0.25)  # the earlier kill's, carried; holds are not spend
+    ledger.charge("open", 0.1)  # the open trial's call is billed: a kill now would hide it
     assert checkpoint("a2", ledger.summary(), base, stored_usd=0.3)["unstored_usd"] == pytest.approx(0.35)

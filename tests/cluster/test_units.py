@@ -9,7 +9,7 @@ from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import OFFLINE_MODELS, make_model
 from apiflow.runner import play_trial_sync
-from cluster.budget import Ledger, worst_case_usd
+from cluster.budget import Ledger
 from cluster.plan import plan_grid, remaining, run_order, trial_limits
 from cluster.ratelimit import RateGate
 from cluster.spec import GridSpec, load_grid
@@ -137,22 +137,37 @@ def test_rate_gate_pauses_everyone_on_429():
     assert gate.stats["rate_limited"] == 1
 
 
-def test_ledger_never_reserves_past_the_cap_and_closes_admission():
+def test_ledger_admits_whole_trials_in_order_by_expected_cost():
     ledger = Ledger(cap_usd=1.0)
-    tickets = [ledger.reserve(0.3) for _ in range(4)]
-    assert tickets[3] is None and all(tickets[:3])
-    assert ledger.admit(0.3) is False  # a refusal closes admission for good
-    for ticket in tickets[:3]:
-        ledger.settle(ticket, 0.1)
+    asked = [(f"t{i}", 0, 0.3) for i in range(4)]
+    assert ledger.admit(asked) == 3  # the fourth would commit 1.2: it and everything after wait
+    assert not ledger.state.closed  # trials in flight may still make room
+    for key in ("t0", "t1", "t2"):
+        ledger.charge(key, 0.1)  # cheaper than expected ...
+        ledger.finish(key, stored=True)
+    assert ledger.ratio(0) < 1.0  # ... so the model's next trials are expected cheaper
     assert ledger.summary()["spent_usd"] == pytest.approx(0.3) and ledger.summary()["reserved_usd"] == 0
-    assert Ledger(1.0).admit(0.5) and not Ledger(1.0).admit(1.5)
+    assert ledger.admit(asked[3:]) == 1
 
 
-def test_worst_case_prices_all_output_at_the_dearest_kind():
-    from apiflow.results.prices import Prices
+def test_a_refusal_with_nothing_in_flight_closes_the_ledger():
+    ledger = Ledger(cap_usd=1.0, spent_usd=0.9)  # a resumed grid starts from the spend on record
+    assert ledger.admit([("a", 0, 0.2)]) == 0 and ledger.state.closed
+    assert ledger.admit([("b", 0, 0.01)]) == 0  # closed for good: no cheaper trial jumps the order
 
-    prices = Prices(input=1.0, output=2.0, cache_read=0.1, cache_write=1.25, reasoning=4.0)
-    assert worst_case_usd(1_000_000, 500_000, prices) == pytest.approx(1.0 + 2.0)
+
+def test_a_trial_once_admitted_is_billed_to_its_end_and_overshoot_is_reported():
+    ledger = Ledger(cap_usd=1.0)
+    assert ledger.admit([("a", 0, 0.5), ("b", 0, 0.4)]) == 2
+    for _ in range(4):
+        ledger.charge("a", 0.2)  # far dearer than expected: never refused mid-trial
+    ledger.finish("a", stored=True)
+    ledger.charge("b", 0.3)
+    ledger.finish("b", stored=False)  # a provider fault: its spend stored nothing
+    summary = ledger.summary()
+    assert summary["spent_usd"] == pytest.approx(1.1) and summary["overshoot_usd"] == pytest.approx(0.1)
+    assert summary["unstored_usd"] == pytest.approx(0.3)
+    assert ledger.admit([("c", 0, 0.01)]) == 0 and ledger.state.closed
 
 
 def test_planned_ids_are_trial_id_for_byte_for_byte(bank):
@@ -176,3 +191,16 @@ def test_planned_ids_are_trial_id_for_byte_for_byte(bank):
             bank.hash, t.task_id, m.slug, model_route(m), t.epoch, t.seed, version, schema
         )
         assert t.trial_id == expected
+
+
+def test_the_live_line_speaks_of_the_grids_money_and_time():
+    from cluster.progress import Tally
+
+    tally = Tally(total=100, on_record_usd=2.0, cap_usd=10.0, began=0.0)
+    tally.done, tally.spent_usd = 20, 1.0
+    assert tally.grid_usd == pytest.approx(3.0)  # earlier attempts' spend counts
+    assert tally.eta_s(now=60.0) == pytest.approx(240.0)  # 80 trials left at 20 a minute
+    tally.ledger_usd = 9.0  # the ledger bills in-flight calls too: the money runs out first
+    assert tally.eta_s(now=60.0) == pytest.approx(1.0 * 60.0 / 7.0)
+    line = tally.describe()
+    assert "$9.0000 on record of $10.00" in line and "ETA" in line

@@ -159,6 +159,6 @@ def test_a_budgeted_model_passes_the_end_of_the_trial_on() -> None:
         async def end_trial(self, messages: list[dict[str, Any]]) -> None:
             ended.append(len(messages))
 
-    wrapped = BudgetedModel(Inner(), ledger=None, prices=None, max_tokens=1)  # type: ignore[arg-type]
+    wrapped = BudgetedModel(Inner(), ledger=None, prices=None, key="t")  # type: ignore[arg-type]
     asyncio.run(wrapped.end_trial([{}, {}]))
     assert ended == [2]
