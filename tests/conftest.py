@@ -1,25 +1,11 @@
-"""Fixtures shared across test packages: a real S3-compatible endpoint (moto's server) on loopback,
-and a heap left as each test found it."""
+"""Fixtures shared across test packages: a real S3-compatible endpoint (moto's server) on loopback."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 
 import pytest
 from s3kit import free_port
-
-
-@pytest.fixture(autouse=True)
-def unfrozen_heap() -> Iterator[None]:
-    """``apiflow run`` and ``panel check`` freeze the loaded heap and space out young collections
-    (apiflow.agent.heap) for the rest of their process; in the test process that would keep one
-    test's cycles from the collector, and its thresholds, for every later test."""
-    threshold = gc.get_threshold()
-    yield
-    if gc.get_freeze_count():
-        gc.unfreeze()
-    gc.set_threshold(*threshold)
 
 
 @pytest.fixture(scope="module")

@@ -48,12 +48,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``apiflow`` console script."""
+def entry() -> int:
+    """The ``apiflow`` console script (and ``python -m apiflow.cli``): ``main`` in a process of its own,
+    whose garbage collector the long verbs may tune (``apiflow.agent.heap``)."""
+    return main(own_process=True)
+
+
+def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int:
+    """Run one verb. ``own_process``: the process is this command's alone (the console script), so a
+    verb may tune its garbage collector; a caller that embeds the CLI (tests, notebooks) keeps its own."""
     args = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        args.own_process = own_process
         if not getattr(args, "func", None):
             parser.print_help()
             return 2

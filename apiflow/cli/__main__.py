@@ -2,6 +2,6 @@
 
 import sys
 
-from apiflow.cli import main
+from apiflow.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

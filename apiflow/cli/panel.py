@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from apiflow.agent.heap import settle_loaded
 from apiflow.analysis.panels import ORIGINAL_19
 from apiflow.analysis.trials import select_rows, trials_from_table
 from apiflow.cli import panel_stability
@@ -123,6 +124,8 @@ def _check(args: argparse.Namespace) -> int:
         select_rows(_read_published(args.published), panel=ORIGINAL_19, models=[label(m) for m in models])
     )
     worlds = len(bank_at(args.bank).worlds)
+    if args.own_process:  # the bank out of the collector's walks for the whole check
+        settle_loaded()
     if worlds < check.MIN_WORLDS:
         raise UsageError(
             f"bank {args.bank} has {worlds} world(s); the check's tolerances need at least {check.MIN_WORLDS}"

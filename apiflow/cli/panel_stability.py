@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from apiflow.agent.heap import settle_loaded
 from apiflow.agent.replay import Replay, replay_for
 from apiflow.bank.loader import load_bank
 from apiflow.errors import UsageError
@@ -207,6 +208,8 @@ def _stability(args: argparse.Namespace) -> int:
         for b in banks.values()
         for m in models
     ]
+    if args.own_process:  # the banks trial_file loaded, out of the collector's walks for the whole play
+        settle_loaded()
     _play(units, args.seed, args.jobs)
     files = {
         name: [trial_file(out, b, m, e, args.seed) for e in range(1, args.epochs + 1) for m in models]

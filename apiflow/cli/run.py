@@ -132,7 +132,8 @@ def _run(args: argparse.Namespace) -> int:
         from apiflow.models.litellm_client import configure_litellm
 
         configure_litellm()
-    settle_loaded()  # the bank (and litellm) out of the collector's walks for the whole run
+    if args.own_process:  # the bank (and litellm) out of the collector's walks for the whole run
+        settle_loaded()
     limits = TrialLimits(
         max_messages=args.max_messages,
         max_tool_calls=args.max_tool_calls,

@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import pyarrow as pa
 
-from apiflow.agent.heap import settle_loaded
 from apiflow.agent.replay import Replay, replay_for
 from apiflow.bank.loader import Bank, load_bank
 from apiflow.errors import UsageError
@@ -42,11 +41,8 @@ def label(model: str) -> str:
 
 @cache
 def bank_at(path: str) -> Bank:
-    """The bank at ``path``, loaded (and verified) once per process, then kept out of the
-    collector's walks (every trial of the process reads it)."""
-    bank = load_bank(path)
-    settle_loaded()
-    return bank
+    """The bank at ``path``, loaded (and verified) once per process (every trial of the process reads it)."""
+    return load_bank(path)
 
 
 def play_epoch(
@@ -112,7 +108,7 @@ def play_panel(
         for model in models:
             done(model, play_model(str(bank_path), model, epochs, seed, replay))
     else:
-        with replay_pool(jobs, models) as pool:
+        with replay_pool(jobs, models, preload=partial(bank_at, str(bank_path))) as pool:
             futures = [pool.submit(in_worker, play_model, str(bank_path), m, epochs, seed) for m in models]
             for model, future in zip(models, futures, strict=True):
                 done(model, future.result())

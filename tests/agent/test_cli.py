@@ -136,3 +136,13 @@ def test_run_limits_and_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert " I  limit (tool_calls) " in line and "tool_calls=5 " in line and "cost=$0.0000" in line
     record = json.loads((tmp_path / "apiflow-oracle" / "sample-w01-chain-1to07-t1.json").read_text())
     assert record["apiflow"]["cost_usd"] == 0.0 and record["apiflow"]["limit"] == "tool_calls"
+
+
+def test_run_in_a_callers_process_leaves_its_garbage_collector_alone(tmp_path):
+    """Only the console script's own process is tuned (``apiflow.cli.entry``): a notebook or a test
+    that calls ``main`` keeps its thresholds and an unfrozen heap."""
+    import gc
+
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    assert main(["run", "--model", "apiflow/oracle", "--task", "sample-w01-sub01", "--out", str(tmp_path)]) == 0
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before

@@ -149,3 +149,50 @@ def test_a_planted_cache_is_found(tmp_path: Path) -> None:
     )
     found = module_state(tmp_path)
     assert {"apiflow.tools.planted._SEEN", "apiflow.tools.limits.TOOL_BOUNDS"} <= found
+
+
+GC_TUNERS = ("settle_loaded", "freeze", "unfreeze", "set_threshold", "disable")
+ENTRY_POINTS = {
+    "apiflow/agent/heap.py": "defines settle_loaded",
+    "apiflow/runner/pool.py": "a pool worker's initializer: the process's entry",
+    "cluster/worker.py": "a grid actor's start: the actor's process",
+    "apiflow/cli/run.py": "the console script's verb, only when the process is its own",
+    "apiflow/cli/panel.py": "the console script's verb, only when the process is its own",
+    "apiflow/cli/panel_stability.py": "the console script's verb, only when the process is its own",
+}
+SCOPED = {"apiflow/bank/loader.py", "cluster/plan.py"}
+"""``gc.disable()`` around one build, re-enabled in a ``finally``: nothing lasts past the call."""
+
+
+def _tunes(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id == "settle_loaded"
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in GC_TUNERS
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "gc"
+    )
+
+
+def test_gc_is_tuned_only_at_process_entry_points() -> None:
+    """A library call that froze the heap or moved the thresholds would change every later caller's
+    process (a notebook, a test): only a process's own entry point may."""
+    found = []
+    for root in ("apiflow", "cluster"):
+        for path in sorted((ROOT / root).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            guarded = set()
+            for node in ast.walk(tree):  # calls under ``if args.own_process:``
+                if isinstance(node, ast.If) and "own_process" in ast.unparse(node.test):
+                    guarded.update(id(n) for n in ast.walk(node))
+            for node in ast.walk(tree):
+                if not _tunes(node) or rel in SCOPED:
+                    continue
+                if rel not in ENTRY_POINTS or (rel.startswith("apiflow/cli/") and id(node) not in guarded):
+                    found.append(f"{rel}:{node.lineno}")
+    assert found == []
