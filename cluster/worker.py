@@ -25,7 +25,7 @@ from apiflow.models.caching import limit_counts_cache_reads
 from apiflow.models.plugins import FREE, BrokenModel
 from apiflow.models.registry import price_source
 from apiflow.models.retry import RetryPolicy, retry_hook
-from apiflow.results.prices import Prices, PriceTable, cost_usd, load_price_table
+from apiflow.results.prices import STANDARD, Prices, PriceTable, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
 from apiflow.results.rows import record_to_row
 from apiflow.results.store import ResultStore
@@ -53,10 +53,17 @@ class TrialOutcome:
     """For a harness outcome, the fault class its record names (``QuotaExhausted``, ``RateLimitError``)."""
 
 
+def service_tier(model: GridModel) -> str:
+    """The tier a model's calls are served (and priced) at: its ``params.service_tier`` (OpenAI's
+    ``flex``/``priority``, passed on to the provider), else standard."""
+    tier = str(model.params.get("service_tier") or STANDARD)
+    return STANDARD if tier in ("default", "auto") else tier  # OpenAI's names for the standard tier
+
+
 def price_for(table: PriceTable, model: GridModel) -> Prices:
     """A grid model's prices: by its slug, else by its model id (litellm ids are table aliases),
     else a plug-in's own (declared, or free)."""
-    prices = model_prices(table, model.slug, model.model)
+    prices = model_prices(table, model.slug, model.model, service_tier(model))
     if prices is None:
         raise UsageError(f"price table {table.version} has no price for {model.slug!r} ({model.model})")
     return prices
@@ -74,7 +81,7 @@ def _worker_price(table: PriceTable, model: GridModel) -> Prices:
 def _worker_price_source(table: PriceTable, model: GridModel) -> str:
     # As ``_worker_price``: a plug-in missing on this node fails its trials, not the actor.
     try:
-        return price_source(table, model.slug, model.model)
+        return price_source(table, model.slug, model.model, service_tier(model))
     except UsageError:
         return table.version
 

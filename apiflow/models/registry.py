@@ -25,7 +25,7 @@ from apiflow.models.plugins import (
     plugin_prices,
 )
 from apiflow.models.sim import PROFILES, named_sim_model
-from apiflow.results.prices import Prices, PriceTable
+from apiflow.results.prices import STANDARD, Prices, PriceTable
 
 OFFLINE_PREFIX = "apiflow/"
 EXTERNAL_PREFIX = "external/"
@@ -76,23 +76,25 @@ def model_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-") or "model"
 
 
-def model_prices(table: PriceTable, slug: str, name: str) -> Prices | None:
+def model_prices(table: PriceTable, slug: str, name: str, tier: str = STANDARD) -> Prices | None:
     """A model's prices: the table's entry for its slug, else for its name (litellm ids are table
-    aliases), else a plug-in's own (declared, or free), else free for an external agent (its
-    spend is not ours to see); None when there are none (``price_source`` says which applied)."""
+    aliases), at its service ``tier``; else a plug-in's own (declared, or free), else free for an
+    external agent (its spend is not ours to see); None when there are none (``price_source`` says
+    which applied)."""
     for key in (slug, name):
         if table.has(key):
-            return table.price(key)
+            return table.price(key, tier)
     if name.startswith(EXTERNAL_PREFIX):
         return FREE
     return plugin_prices(name) if is_plugin(name) else None
 
 
-def price_source(table: PriceTable, slug: str, name: str) -> str:
+def price_source(table: PriceTable, slug: str, name: str, tier: str = STANDARD) -> str:
     """Where ``model_prices`` takes a model's prices from, as a row's ``price_table`` column says it:
-    the table's version, else ``"<version>: none for <name>, <free|declared> by default"``."""
+    the table's version (and the tier, when not standard), else ``"<version>: none for <name>,
+    <free|declared> by default"``."""
     if table.has(slug) or table.has(name):
-        return table.version
+        return table.version if tier == STANDARD else f"{table.version} {tier}"
     if is_plugin(name) and not name.startswith(EXTERNAL_PREFIX) and plugin_prices(name) != FREE:
         return f"{table.version}: none for {name}, declared by its plug-in"
     return f"{table.version}: none for {name}, free by default"

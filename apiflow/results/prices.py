@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,7 +23,7 @@ from apiflow.errors import UsageError
 PRICE_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 """Token kinds priced separately. The kinds are disjoint: ``output`` excludes reasoning tokens."""
 
-DEFAULT_PRICE_TABLE = Path(__file__).resolve().parents[2] / "configs" / "prices" / "2026-12.yaml"
+DEFAULT_PRICE_TABLE = Path(__file__).resolve().parents[2] / "configs" / "prices" / "2027-01.yaml"
 
 
 class Prices(BaseModel):
@@ -38,11 +38,20 @@ class Prices(BaseModel):
     reasoning: float = Field(ge=0.0)
 
 
+STANDARD = "standard"
+"""The tier a call is priced at unless its model's params name another (``service_tier``)."""
+
+
 class PriceEntry(Prices):
-    """One model's prices plus the provider ids (litellm model ids) that share them."""
+    """One model's prices plus the provider ids (litellm model ids) that share them.
+
+    ``tiers`` overrides the table's tier multipliers for this model (a provider without a batch
+    tier, say, is given ``{}`` and a tier it lacks is refused).
+    """
 
     aliases: tuple[str, ...] = ()
     source: str = "apiflow pinned estimate"
+    tiers: dict[str, float] | None = None
 
 
 class _PriceFile(BaseModel):
@@ -52,6 +61,8 @@ class _PriceFile(BaseModel):
     currency: str = "USD"
     unit: str = "per_1m_tokens"
     note: str = ""
+    tiers: dict[str, float] = Field(default_factory=dict)
+    """Service tiers besides ``standard`` and what each costs relative to it (batch 0.5, priority 2)."""
     models: dict[str, PriceEntry]
 
 
@@ -75,7 +86,7 @@ class PriceTable:
     """A loaded price table.
 
     Attributes:
-        version: The table's own version label (``2026-12``).
+        version: The table's own version label (``2027-01``).
         hash: sha256 hex of the file's bytes (what the run manifest pins).
         path: Where it was read from.
         entries: Model key (slug, litellm id or ``fnmatch`` pattern such as ``apiflow/*``) -> prices.
@@ -85,13 +96,14 @@ class PriceTable:
     hash: str
     path: str
     entries: dict[str, PriceEntry]
+    tiers: dict[str, float] = field(default_factory=dict)
 
-    def price(self, model_slug: str) -> Prices:
-        """Prices for a model slug or provider id.
+    def price(self, model_slug: str, tier: str = STANDARD) -> Prices:
+        """Prices for a model slug or provider id at a service tier.
 
         Lookup order: exact key, then alias (litellm id), then the first matching
         pattern key. An unknown model is a usage error: pricing it at zero would let
-        a budget cap silently never bind.
+        a budget cap silently never bind; so is a tier the table (or the model's entry) lacks.
         """
         entry = self.entries.get(model_slug)
         if entry is None:
@@ -103,7 +115,14 @@ class PriceTable:
                     break
         if entry is None:
             raise UsageError(f"no price for model {model_slug!r} in price table {self.version} ({self.path})")
-        return Prices(**{kind: getattr(entry, kind) for kind in PRICE_KINDS})
+        factor = 1.0
+        if tier != STANDARD:
+            tiers = self.tiers if entry.tiers is None else entry.tiers
+            if tier not in tiers:
+                known = ", ".join([STANDARD, *tiers])
+                raise UsageError(f"price table {self.version} has no {tier!r} tier for {model_slug!r} (known: {known})")
+            factor = tiers[tier]
+        return Prices(**{kind: getattr(entry, kind) * factor for kind in PRICE_KINDS})
 
     def has(self, model_slug: str) -> bool:
         """True when ``price`` would find the model."""
@@ -145,6 +164,7 @@ def load_price_table(path: str | Path = DEFAULT_PRICE_TABLE) -> PriceTable:
         hash=hashlib.sha256(raw).hexdigest(),
         path=str(path),
         entries=dict(parsed.models),
+        tiers=dict(parsed.tiers),
     )
 
 

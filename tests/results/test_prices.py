@@ -49,7 +49,55 @@ def test_hash_is_of_the_file_bytes(tmp_path):
     import hashlib
 
     assert table.hash == hashlib.sha256(Path(table.path).read_bytes()).hexdigest()
-    assert table.version == "2026-12"
+    assert table.version == "2027-01"
+
+
+PUBLISHED_TABLES = {
+    "2026-12.yaml": "76e1ff8bc32020fc28d6d70ef556cdda6155605c761a78fe9c9285e92482c5c5",
+    "local-2026-12.yaml": "57c4389d4d79d0bd6ed246bf3a1a8fafc2796630561c3cd85d6c622eebbaec40",
+    "2027-01.yaml": "eb227644f100a8f5957b4bfac57633eed801a2e270eb35dbac889f83e2decd4a",
+}
+
+
+def test_a_published_table_is_never_edited_in_place():
+    """Run manifests pin a table's sha256: a change is a new version file, and old ones stay verifiable."""
+    import hashlib
+
+    folder = Path(__file__).resolve().parents[2] / "configs" / "prices"
+    for name, digest in PUBLISHED_TABLES.items():
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == digest, name
+    assert {p.name for p in folder.glob("*.yaml")} == set(PUBLISHED_TABLES)  # a new table is pinned here
+
+
+def test_gpt_5_6_cache_writes_cost_what_openai_bills():
+    old = load_price_table(Path(__file__).resolve().parents[2] / "configs/prices/2026-12.yaml")
+    new = load_price_table()
+    for model in ("gpt-5.6-terra", "gpt-5.6-luna", "gpt-5.6-sol"):
+        assert old.price(model).cache_write == 0.0  # the old table stays as it was
+        assert new.price(model).cache_write == pytest.approx(1.25 * new.price(model).input)
+
+
+def test_a_tier_scales_the_standard_prices_and_an_unknown_one_is_refused():
+    from apiflow.errors import UsageError
+
+    table = load_price_table()
+    standard, flex = table.price("gpt-5-mini"), table.price("gpt-5-mini", "flex")
+    assert flex.input == pytest.approx(standard.input * 0.5) and flex.output == pytest.approx(standard.output * 0.5)
+    assert table.price("claude-opus-4-8", "batch").output == pytest.approx(table.price("claude-opus-4-8").output / 2)
+    with pytest.raises(UsageError, match="no 'flex' tier for 'claude-opus-4-8' \\(known: standard, batch\\)"):
+        table.price("claude-opus-4-8", "flex")
+
+
+def test_a_grid_models_service_tier_prices_its_trials_and_names_the_tier():
+    from cluster.spec import GridModel
+    from cluster.worker import _worker_price_source, price_for
+
+    table = load_price_table()
+    flex = GridModel(model="openai/gpt-5-mini", params={"service_tier": "flex"})
+    default = GridModel(model="openai/gpt-5-mini", params={"service_tier": "default"})
+    assert price_for(table, flex) == table.price("gpt-5-mini", "flex")
+    assert price_for(table, default) == table.price("gpt-5-mini")
+    assert _worker_price_source(table, flex) == "2027-01 flex" and _worker_price_source(table, default) == "2027-01"
 
 
 def test_cost_counts_every_kind_separately():
