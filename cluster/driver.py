@@ -22,6 +22,7 @@ from typing import Any
 from apiflow.cli.grid import add_run_flags
 from apiflow.errors import UsageError, plain_message
 from apiflow.models.retry import QUOTA_KIND
+from apiflow.results.lease import TTL_S, Lease, LeaseLost, holder_name, take_lease
 from apiflow.results.prices import load_price_table
 from apiflow.results.storage import check_output
 from apiflow.results.store import ResultStore
@@ -191,22 +192,33 @@ def run_grid(
             f"{store.url} already holds results of another grid ({stored.get('grid_id')!r}); choose another --out"
         )
     summary.phases["plan_s"] = time.monotonic() - started
-    # Ray before the manifest: a grid that cannot start (no cluster at --address) writes nothing.
-    cluster = Ray(address)
+    attempt = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    lease = take_lease(store.objects, holder_name(attempt))  # one writer per folder: refused if held
+    try:
+        # Ray before the manifest: a grid that cannot start (no cluster at --address) writes nothing.
+        cluster = Ray(address)
+    except BaseException:
+        lease.release()
+        raise
     summary.phases["ray_start_s"] = time.monotonic() - started - summary.phases["plan_s"]
     try:
         store.write_manifest(build_manifest(spec, bank, prices, len(plan)))
-        attempt = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         store.write_attempt(attempt, attempt_info(run_id, {"address": address}))
         # The grid's spend before this run: the budget's starting point, and the live line's.
         summary.on_record = spend_on_record(store)
         journal = _Checkpoints(store, attempt, summary.on_record) if spec.budget_usd else None
-        summary.tally = _drive(cluster, spec, run_id, todo, model_prices, summary, progress, journal)
+        summary.tally = _drive(cluster, spec, run_id, todo, model_prices, summary, progress, journal, lease)
+    except KeyboardInterrupt:
+        summary.interrupted = True  # what is stored stays; the summary says how to resume
     finally:
         stopping = time.monotonic()
+        lease.release()
         cluster.close()
         if cluster.started_here:  # a private local Ray's shutdown, reported as its start-up is
             summary.phases["ray_stop_s"] = time.monotonic() - stopping
+    if summary.interrupted:  # actors may have stored batches the driver never heard of: ask the store
+        planned = {p.trial_id for p in plan}
+        summary.stored_at_stop = len(planned & store.done_ids())
     summary.wall_s = time.monotonic() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     summary.driver_peak_rss_mb = usage.ru_maxrss / 1024
@@ -259,7 +271,8 @@ def _park(spec: GridSpec, queue: WorkQueue, summary: GridSummary, outcome: Trial
 
 
 def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], model_prices: list[Any],
-           summary: GridSummary, progress: bool, journal: _Checkpoints | None = None) -> Tally:  # fmt: skip
+           summary: GridSummary, progress: bool, journal: _Checkpoints | None = None,
+           lease: Lease | None = None) -> Tally:  # fmt: skip
     ray = cluster.ray
     began = time.monotonic()
     spent_before = summary.on_record.total_usd if summary.on_record else 0.0
@@ -295,6 +308,7 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
             dispatcher.probes[ref] = index
     queue, tally, admitting, last_stats = WorkQueue(todo, len(actors)), Tally(), True, 0.0
     tally.total, tally.on_record_usd, tally.cap_usd = len(todo), spent_before, spec.budget_usd
+    summary.tally = tally  # kept on the summary as it runs: a Ctrl-C still reports what was stored
     cpu_before = time.process_time()
     idle_since = time.monotonic()
     with GridProgress(len(todo), enabled=progress) as display:
@@ -322,6 +336,13 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
             if ledger is not None and outcomes:  # room the ended trials leave, and what they taught
                 ended = [(o.trial_id, o.stored and not o.harness) for o in outcomes]
                 admitting = bool(ray.get(ledger.finish.remote(ended))) and admitting
+            if lease is not None and time.time() > lease.expires - TTL_S * 5 / 6:
+                try:
+                    lease.renew()
+                except LeaseLost as lost:  # another driver holds the folder now: send nothing more
+                    summary.lease_lost = str(lost)
+                    admitting = False
+                    queue.remove(lambda _: True)
             if journal is not None and ledger is not None and journal.due():
                 state = ray.get(ledger.summary.remote())
                 journal.write(state, tally.stored_usd)
@@ -374,8 +395,11 @@ def run_from_args(args: argparse.Namespace) -> int:
         raise UsageError("--budget-usd must be positive")
     spec = spec.with_overrides(out=args.out, budget_usd=args.budget_usd)
     summary = run_grid(spec, address=args.address, dry_run=args.dry_run, progress=not args.no_progress)
+    summary.resume = f"apiflow grid run {args.grid} --out {spec.out}"
     for line in summary.lines(dry_run=args.dry_run):
         print(line)
+    if summary.interrupted:
+        return 130
     return 0 if args.dry_run or summary.complete else 3
 
 

@@ -42,6 +42,14 @@ class GridSummary:
     """Each actor's ``TrialWorker.stats()`` at the end of the run."""
     parked: dict[str, int] = field(default_factory=dict)
     """Providers whose account ran out of quota or credit, and their trials left pending."""
+    interrupted: bool = False
+    """Stopped by Ctrl-C: what finished is stored."""
+    stored_at_stop: int = 0
+    """After a Ctrl-C: the plan's trials the store holds (actors may have stored what the driver never saw)."""
+    lease_lost: str = ""
+    """Another driver took the results folder while this one ran (its lease lapsed)."""
+    resume: str = ""
+    """The command that resumes this grid."""
 
     def model(self, index: int) -> dict[str, Any]:
         """Per-model counters (created on first use)."""
@@ -90,6 +98,13 @@ class GridSummary:
                 f"  budget: ${r.total_usd:.4f} already on record (rows ${r.rows_usd:.4f}, failures "
                 f"${r.failures_usd:.4f}, unstored at the last driver's checkpoint ${r.unstored_usd:.4f})"
             )
+        if self.interrupted:
+            out.append(
+                f"INTERRUPTED: {self.stored_at_stop} of {self.planned} trials stored; nothing is lost. "
+                + (f"Resume with: {self.resume}" if self.resume else "Rerun the same command to resume.")
+            )
+        if self.lease_lost:
+            out.append(f"STOPPED: {self.lease_lost}; this run sent no more trials")
         for provider, left in self.parked.items():
             out.append(
                 f"PARKED {provider}: the account is out of quota or credit; {left} trials left pending "
@@ -113,7 +128,7 @@ class GridSummary:
             out.append(
                 f"  {self.abandoned} trials lost their actor {5}+ times and were left for the next resume"
             )
-        if not self.complete and not self.budget_reached:
+        if not self.complete and not self.budget_reached and not self.interrupted:
             left = self.planned - stored_total
             out.append(
                 f"  {left} trials not stored (harness/provider outcomes or abandoned): rerun to retry them"

@@ -59,3 +59,58 @@ def test_a_filter_that_keeps_no_task_is_an_error_not_an_empty_grid(tmp_path, cap
     err = capsys.readouterr().err
     assert "keeps no task of bank sample" in err and "w99" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_a_second_grid_run_on_a_held_folder_is_refused_with_its_holder(tmp_path, capsys):
+    import yaml
+
+    from apiflow.results.lease import take_lease
+    from apiflow.results.objects import ObjectFolder
+
+    grid = yaml.safe_load((ROOT / "configs/grids/demo.yaml").read_text())
+    grid.update(out=str(tmp_path / "o"), tasks={"ids": ["sample-w01-sub01"]})
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    held = take_lease(ObjectFolder(str(tmp_path / "o")), "otherhost pid 4242 (attempt x)")
+    assert main(["grid", "run", str(tmp_path / "grid.yaml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "being written by another grid run (otherhost pid 4242" in err
+    assert not (tmp_path / "o" / "manifest.json").exists()  # refused before Ray and before any write
+    held.release()
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_what_is_stored_and_says_how_to_resume(tmp_path):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C sends it (Ray's processes included)."""
+    import os
+    import re
+    import signal
+    import time
+
+    import yaml
+
+    from apiflow.results.lease import take_lease
+    from apiflow.results.objects import ObjectFolder
+    from apiflow.results.store import ResultStore
+
+    grid = yaml.safe_load((ROOT / "configs/grids/demo.yaml").read_text())
+    grid.update(out=str(tmp_path / "o"), tasks={"count": 3000}, epochs=1)
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    command = [sys.executable, "-m", "apiflow.cli", "grid", "run", str(tmp_path / "grid.yaml"), "--no-progress"]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not ResultStore(str(tmp_path / "o")).done_ids() and proc.poll() is None:  # trials are stored
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err[-2000:]
+    found = re.search(r"INTERRUPTED: (\d+) of 21000 trials stored; nothing is lost\. Resume with: (.+)", out)
+    assert found, out[-2000:]
+    assert found[2] == f"apiflow grid run {tmp_path / 'grid.yaml'} --out {tmp_path / 'o'}"
+    assert int(found[1]) == len(ResultStore(str(tmp_path / "o")).done_ids()) > 0
+    take_lease(ObjectFolder(str(tmp_path / "o")), "the resume").release()  # the lease was given back
