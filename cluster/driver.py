@@ -22,7 +22,7 @@ from typing import Any
 from apiflow.cli.grid import add_run_flags
 from apiflow.errors import UsageError, plain_message
 from apiflow.models.retry import QUOTA_KIND
-from apiflow.results.lease import TTL_S, Lease, LeaseLost, holder_name, take_lease
+from apiflow.results.lease import TTL_S, Lease, LeaseLost, check_free, holder_name, take_lease
 from apiflow.results.prices import load_price_table
 from apiflow.results.storage import check_output
 from apiflow.results.store import ResultStore
@@ -193,14 +193,15 @@ def run_grid(
         )
     summary.phases["plan_s"] = time.monotonic() - started
     attempt = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-    lease = take_lease(store.objects, holder_name(attempt))  # one writer per folder: refused if held
-    try:
-        # Ray before the manifest: a grid that cannot start (no cluster at --address) writes nothing.
-        cluster = Ray(address)
-    except BaseException:
-        lease.release()
-        raise
+    check_free(store.objects)  # one writer per folder: a live holder is named before Ray starts
+    # Ray before the lease and the manifest: a grid that cannot start (no cluster at --address) writes nothing.
+    cluster = Ray(address)
     summary.phases["ray_start_s"] = time.monotonic() - started - summary.phases["plan_s"]
+    try:
+        lease = take_lease(store.objects, holder_name(attempt))
+    except BaseException:
+        cluster.close()
+        raise
     try:
         store.write_manifest(build_manifest(spec, bank, prices, len(plan)))
         store.write_attempt(attempt, attempt_info(run_id, {"address": address}))
@@ -396,7 +397,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     spec = spec.with_overrides(out=args.out, budget_usd=args.budget_usd)
     summary = run_grid(spec, address=args.address, dry_run=args.dry_run, progress=not args.no_progress)
     summary.resume = f"apiflow grid run {args.grid} --out {spec.out}"
-    for line in summary.lines(dry_run=args.dry_run):
+    for line in summary.lines(dry_run=args.dry_run, verbose=args.verbose):
         print(line)
     if summary.interrupted:
         return 130

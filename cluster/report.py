@@ -60,8 +60,9 @@ class GridSummary:
         """Every planned trial is stored (duplicates: stored by an attempt whose actor then died)."""
         return self.already_done + self.tally.stored + self.tally.duplicates == self.planned
 
-    def lines(self, dry_run: bool = False) -> list[str]:
-        """The summary as printed at the end of a run."""
+    def lines(self, dry_run: bool = False, verbose: bool = False) -> list[str]:
+        """The summary as printed at the end of a run: the grid first (what is stored, what passed, the
+        spend on record) and where to look next; ``verbose`` adds where the time and CPU went."""
         t = self.tally
         if dry_run:
             return [
@@ -70,16 +71,23 @@ class GridSummary:
         stored_total = self.already_done + t.stored + t.duplicates
         out = [
             f"grid {self.spec.name}: {stored_total}/{self.planned} trials stored "
-            f"({self.already_done} already, {t.stored} now) in {self.wall_s:.1f}s -> {self.spec.out}",
-            f"  scored {t.scored}, passed {t.passed}"
+            f"({self.already_done} before this run, {t.stored} now) in {self.wall_s:.1f}s -> {self.spec.out}",
+            f"  this run: scored {t.scored}, passed {t.passed}"
             + (f" ({t.passed / t.scored:.1%})" if t.scored else "")
-            + f"; harness/provider outcomes {t.harness} (excluded from scores, retried on resume)",
+            + f"; unscored (harness/provider) {t.harness}, retried on resume",
             f"  spend ${t.spent_usd:.4f} by this run; ${self.grid_usd:.4f} on record for the grid"
             + (f" (cap ${self.spec.budget_usd:.2f})" if self.spec.budget_usd else "")
             + f"; provider retries {t.retries}; re-queued after actor loss {t.requeued}"
             + (f"; found already stored on re-queue {t.duplicates}" if t.duplicates else ""),
         ]
         out.extend(self._model_lines())
+        if verbose:
+            out.extend(self._profile_lines())
+        return out + self._ending_lines(stored_total)
+
+    def _profile_lines(self) -> list[str]:
+        """Where the time and CPU went (``--verbose``)."""
+        out = []
         if self.phases:
             out.append(
                 "  time: "
@@ -87,6 +95,10 @@ class GridSummary:
                 + f"; driver peak RSS {self.driver_peak_rss_mb:.0f} MB"
             )
         out.extend(self._worker_lines())
+        return out
+
+    def _ending_lines(self, stored_total: int) -> list[str]:
+        t, out = self.tally, []
         if self.gates:
             waits = ", ".join(
                 f"{g['provider']}: {g['rate_limited']} 429s, {g['waited_s']:.1f}s waited" for g in self.gates
@@ -133,6 +145,8 @@ class GridSummary:
             out.append(
                 f"  {left} trials not stored (harness/provider outcomes or abandoned): rerun to retry them"
             )
+        where = self.spec.out
+        out.append(f"  next: apiflow grid status {where} · apiflow report {where} · apiflow view {where}")
         return out
 
     @property

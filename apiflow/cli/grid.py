@@ -84,3 +84,6 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-usd", type=float, help="spend cap in USD (default: the grid's)")
     parser.add_argument("--dry-run", action="store_true", help="plan and estimate only")
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.add_argument(
+        "--verbose", action="store_true", help="also print where the time and CPU went (phases, actors, memos)"
+    )

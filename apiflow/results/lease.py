@@ -66,12 +66,11 @@ def holder_name(attempt: str) -> str:
     return f"{socket.gethostname()} pid {os.getpid()} (attempt {attempt})"
 
 
-def take_lease(objects: ObjectFolder, holder: str, now: float | None = None) -> Lease:
-    """The folder's lease for ``holder``.
+def check_free(objects: ObjectFolder, now: float | None = None) -> dict[str, Any] | None:
+    """Refuse early, writing nothing, when a live driver holds the folder; the lease found, if any.
 
     Raises:
-        UsageError: a live driver holds it (named, with when its lease lapses), or another driver
-            took the same token a moment ago.
+        UsageError: a live driver holds it (named, with when its lease lapses).
     """
     now = time.time() if now is None else now
     found = _read(objects)
@@ -81,6 +80,18 @@ def take_lease(objects: ObjectFolder, holder: str, now: float | None = None) -> 
             f"{objects.root} is being written by another grid run ({found.get('holder')}); wait for it to "
             f"finish, or, if it died, rerun after its lease lapses at {until}"
         )
+    return found
+
+
+def take_lease(objects: ObjectFolder, holder: str, now: float | None = None) -> Lease:
+    """The folder's lease for ``holder``.
+
+    Raises:
+        UsageError: a live driver holds it (named, with when its lease lapses), or another driver
+            took the same token a moment ago.
+    """
+    now = time.time() if now is None else now
+    found = check_free(objects, now)
     taken = [int(name.rsplit("/", 1)[-1]) for name in objects.list("lease", "") if name.rsplit("/", 1)[-1].isdigit()]
     token = max([int(found.get("token", 0)) if found is not None else 0, *taken]) + 1
     if not objects.create_only(objects.path("lease", f"{token:010d}"), holder.encode()):

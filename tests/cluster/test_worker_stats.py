@@ -44,7 +44,7 @@ def test_the_summary_prints_the_split_per_trial() -> None:
         {"trials": 2, "play_cpu_s": 0.010, "store_cpu_s": 0.002, "cpu_since_init_s": 0.013, "init_cpu_s": 0.5,
          "peak_rss_mb": 210.0},
     ]  # fmt: skip
-    lines = summary.lines()
+    lines = summary.lines(verbose=True)
     assert (
         "  workers: 2 actors, 4 offline trials in batches; CPU per trial 6.500 ms = trial 5.000 + store 1.000"
         " + rest 0.500 (Ray, dispatch, serialisation); start-up 0.40/0.50 s CPU; peak RSS 200/210 MB"
@@ -54,19 +54,19 @@ def test_the_summary_prints_the_split_per_trial() -> None:
     summary.workers[1]["transitions"] = {"hits": 10, "misses": 30, "edges": 1000, "roots": 4}
     assert any(
         line.endswith("peak RSS 200/210 MB; world answers replayed 50.0% of 80 (edges held 10/1,000)")
-        for line in summary.lines()
+        for line in summary.lines(verbose=True)
     )
     summary.workers[0]["grades"] = {"hits": 3, "misses": 1, "entries": 1}
     summary.workers[1]["grades"] = {"hits": 0, "misses": 4, "entries": 4}
-    assert any(line.endswith("(edges held 10/1,000); grades replayed 37.5% of 8") for line in summary.lines())
+    assert any(line.endswith("(edges held 10/1,000); grades replayed 37.5% of 8") for line in summary.lines(verbose=True))
     for worker, seconds in zip(summary.workers, (0.001, 0.003), strict=True):
         worker.update(gc_s=[seconds, 0.0, 0.0], gc_count=[5, 0, 1], gc_longest_s=seconds)
     assert any(
         line.endswith("grades replayed 37.5% of 8; collector 1.000 ms a trial (2 full, longest 3 ms)")
-        for line in summary.lines()
+        for line in summary.lines(verbose=True)
     )
     summary.workers = []
-    assert not any("workers:" in line for line in summary.lines())
+    assert not any("workers:" in line for line in summary.lines(verbose=True))
 
 
 def test_gc_pauses_count_each_collection_by_generation() -> None:

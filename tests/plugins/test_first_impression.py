@@ -87,8 +87,8 @@ def test_readme_main_command_prints_no_ray_error(tmp_path):
         shutil.rmtree(temp_dir, ignore_errors=True)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "273/273 trials stored" in run.stdout
-    # The private Ray's shutdown is reported apart, as its start-up is.
-    assert re.search(r"time: plan [\d.]+s, ray_start [\d.]+s, .*, ray_stop [\d.]+s", run.stdout), run.stdout
+    assert f"next: apiflow grid status {out} · apiflow report {out} · apiflow view {out}" in run.stdout
+    assert "time: " not in run.stdout  # profiling figures only with --verbose
     noisy = [
         line for line in run.stderr.splitlines() if "core_worker" in line or "ERROR" in line or " E " in line
     ]
