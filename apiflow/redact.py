@@ -5,14 +5,17 @@ What counts as a secret here is a credential *of the harness's operator*:
 * the value of any environment variable whose name says it is a credential (``OPENAI_API_KEY``,
   ``ANTHROPIC_API_KEY``, ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``*_PASSWORD`` ...; see
   ``is_secret_name``), and the credential-named values of a model's transport params (``api_key``,
-  ``extra_headers.Authorization``), in plain, URL-encoded and base64 forms;
+  ``aws_secret_access_key``) and every header value it sends (``extra_headers``/``headers``, whatever
+  the header's name: a custom ``X-…`` header carries keys as often as ``Authorization`` does), in
+  plain, URL-encoded and base64 forms;
 * whatever *looks* like one in provider text even when we never saw its value: the value of an
   ``Authorization`` / ``x-api-key`` / ``api-key`` header, a ``Bearer …`` token, an ``sk-…`` key,
   an AWS access key id, a ``key=`` / ``token=`` query parameter.
 
-It is applied to provider *error* text at the litellm adapter's exception boundary (the only place
-where text chosen by the provider enters our records outside the model's own turns) and to the log
-records of litellm's loggers. It is never applied to trial transcripts: the mock tokens, client
+It is applied to provider *error* text at the litellm adapter's exception boundary, to every error
+text a trial records from any model or agent (``apiflow.agent.loop.harness_error_text``: plug-ins,
+external agents), and to the log records of litellm's loggers and the trial loop's. It is never
+applied to trial transcripts: the mock tokens, client
 secrets and ``Bearer`` headers a world hands the agent are task data the grader reads, minted by
 the world from the trial seed, not secrets from the environment.
 """
@@ -42,6 +45,13 @@ _SECRET_WORDS = frozenset(
 
 _NOT_SECRET_SUFFIXES = ("_FILE", "_PATH", "_DIR", "_SOCK", "_ID_FILE", "_URL_PATH")
 """...unless it names where a credential lives, not the credential (``SSH_AUTH_SOCK``, ``*_KEY_FILE``)."""
+
+_HEADER_PARAMS = frozenset({"extra_headers", "headers"})
+"""Params whose every value is a header the model sends: all of them count as secrets."""
+
+SECRETS_ATTR = "redact_also"
+"""A log record attribute (``logger.exception(..., extra={SECRETS_ATTR: values})``) naming more
+values ``RedactingFilter`` removes: a model's params' secrets, which no process-wide filter knows."""
 
 _HEADER_NAMES = r"authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key|openai-api-key|anthropic-api-key"
 
@@ -84,12 +94,14 @@ def secrets_in(params: Any, *, under_secret: bool = False) -> set[str]:
     """Credential values inside a (nested) mapping such as a model's transport params.
 
     A string counts when its own key, or a key above it, is credential-named (``api_key``,
-    ``extra_headers: {Authorization: ...}``, ``aws_secret_access_key``).
+    ``extra_headers: {Authorization: ...}``, ``aws_secret_access_key``), and every value under
+    ``extra_headers``/``headers`` counts whatever its header name (``X-Custom: <key>``).
     """
     found: set[str] = set()
     if isinstance(params, Mapping):
         for key, value in params.items():
-            found |= secrets_in(value, under_secret=under_secret or is_secret_name(str(key)))
+            secret = under_secret or is_secret_name(str(key)) or str(key).lower() in _HEADER_PARAMS
+            found |= secrets_in(value, under_secret=secret)
     elif isinstance(params, list | tuple):
         for value in params:
             found |= secrets_in(value, under_secret=under_secret)
@@ -147,14 +159,24 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
     return text
 
 
+def record_secrets(record: logging.LogRecord) -> tuple[str, ...]:
+    """The extra values a log record asks to have redacted (``SECRETS_ATTR``), strings only."""
+    values = getattr(record, SECRETS_ATTR, ())
+    if not isinstance(values, Iterable) or isinstance(values, str | bytes):
+        return ()
+    return tuple(v for v in values if isinstance(v, str))
+
+
 class RedactingFilter(logging.Filter):
-    """A logging filter that redacts a record's message and traceback before any handler sees it."""
+    """A logging filter that redacts a record's message and traceback before any handler sees it
+    (the environment's secrets, the record's ``SECRETS_ATTR`` values, credential shapes)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Rewrite the record in place; never drops it."""
-        record.msg, record.args = redact(record.getMessage()), None
+        extra = record_secrets(record)
+        record.msg, record.args = redact(record.getMessage(), extra), None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact(record.exc_text)
+            record.exc_text = redact(record.exc_text, extra)
         return True

@@ -30,6 +30,7 @@ from apiflow.models.base import (
     ToolCall,
     Usage,
 )
+from apiflow.redact import SECRETS_ATTR, RedactingFilter, redact
 from apiflow.results.record import Termination
 from apiflow.tools import ToolResult
 from apiflow.tools.limits import Scan, writable_text
@@ -44,7 +45,12 @@ _EXCESS_CALL_MESSAGE = (
 
 _ABSTAIN_TOOLS = {"clarify": Termination.CLARIFY, "report_blocked": Termination.REPORT_BLOCKED}
 
+_HARNESS_ERROR_CHARS = 2000
+_REDACTED_CHARS = 65536  # read of a message before redaction: far past the cut, so no key is split at it
+_WRAPPERS = 8  # ``inner`` levels ``model_secrets`` looks through (budget, plug-in wrappers)
+
 logger = logging.getLogger(__name__)
+logger.addFilter(RedactingFilter())  # a traceback may quote a model's or agent's exception text
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,17 +125,38 @@ def tool_message(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     return message
 
 
-def harness_error_text(exc: BaseException) -> str:
+def model_secrets(model: object) -> frozenset[str]:
+    """The credential values a model client holds (its ``secrets``: the litellm adapter's, a plug-in's
+    or an external agent's params), looking through wrappers' ``inner`` (budget, plug-in)."""
+    found: set[str] = set()
+    for _ in range(_WRAPPERS):
+        try:
+            values = getattr(model, "secrets", None)
+            if isinstance(values, set | frozenset | list | tuple):
+                found.update(v for v in values if isinstance(v, str))
+            model = getattr(model, "inner", None)
+        except Exception:  # noqa: BLE001 - a plug-in's broken attribute must not lose the record
+            break
+        if model is None:
+            break
+    return frozenset(found)
+
+
+def harness_error_text(exc: BaseException, secrets: frozenset[str] = frozenset()) -> str:
     """One line naming a harness fault (type and message), recorded on the trial.
 
-    Always writable: a message may quote provider or model text (lone surrogates included), and
-    an exception whose ``__str__`` itself fails must still leave a record.
+    Every error text a trial records from any model or agent passes here, so it is redacted like
+    the litellm adapter's (``apiflow.redact``: the environment's credentials, ``secrets`` — the
+    model's params' — and credential shapes) and only then cut. Always writable: a message may
+    quote provider or model text (lone surrogates included), and an exception whose ``__str__``
+    itself fails must still leave a record.
     """
     try:
         message = str(exc)
     except Exception:  # noqa: BLE001 - the record must not depend on a broken __str__
         message = "<message not printable>"
-    return writable_text(f"{type(exc).__name__}: {message}"[:2000])
+    text = redact(f"{type(exc).__name__}: {message}"[:_REDACTED_CHARS], secrets)
+    return writable_text(text[:_HARNESS_ERROR_CHARS])
 
 
 class _Loop:
@@ -287,17 +314,18 @@ async def run_loop(
             loop.out.termination, loop.out.limit = Termination.LIMIT, "time"
         else:  # raised by the client itself, not our budget: a harness fault
             loop.out.termination = Termination.HARNESS_ERROR
-            loop.out.harness_error = harness_error_text(exc)
+            loop.out.harness_error = harness_error_text(exc, model_secrets(model))
     except ContextWindowExceeded as exc:  # the model's own limit: scored, like running out of messages
         loop.out.termination, loop.out.limit = Termination.LIMIT, "context_window"
         loop.out.retries.extend(exc.retries)
     except ProviderError as exc:
         loop.out.termination = Termination.PROVIDER_ERROR
         loop.out.retries.extend(exc.retries)
-        loop.out.harness_error = harness_error_text(exc)
+        loop.out.harness_error = harness_error_text(exc, model_secrets(model))
     except Exception as exc:  # noqa: BLE001 - a harness bug: recorded and counted, never a model failure
-        # Loud for whoever runs the harness (full traceback), recorded on the trial, counted apart.
-        logger.exception("harness error in the trial loop")
+        # Loud for whoever runs the harness (full traceback, redacted), recorded on the trial, counted apart.
+        secrets = model_secrets(model)
+        logger.exception("harness error in the trial loop", extra={SECRETS_ATTR: secrets})
         loop.out.termination = Termination.HARNESS_ERROR
-        loop.out.harness_error = harness_error_text(exc)
+        loop.out.harness_error = harness_error_text(exc, secrets)
     return loop.out

@@ -17,12 +17,13 @@ from apiflow.agent.canaries import canary_literals, trial_salting
 from apiflow.agent.grades import GradeMemo
 from apiflow.agent.ids import agent_version, derived_seed, trial_id_for
 from apiflow.agent.intake import TURN_BOUNDS
-from apiflow.agent.loop import LoopOutcome, TrialLimits, harness_error_text, run_loop
+from apiflow.agent.loop import LoopOutcome, TrialLimits, harness_error_text, model_secrets, run_loop
 from apiflow.agent.prompts import initial_messages
 from apiflow.agent.replay import Replay
 from apiflow.bank.task import Task
 from apiflow.grading import Evidence, Grade, evidence_from_workspace, grade
 from apiflow.models.base import GenerateConfig, ModelClient
+from apiflow.redact import SECRETS_ATTR, RedactingFilter
 from apiflow.results.record import (
     ApiflowBlock,
     LimitHit,
@@ -41,6 +42,7 @@ GRADING_RULES = "apiflow-1.1"
 (docs/design/011); ``apiflow regrade`` keeps ``published-1.0`` for published transcripts."""
 
 logger = logging.getLogger(__name__)
+logger.addFilter(RedactingFilter())  # an agent's ``end_trial`` fault may quote its own text
 
 _SCHEMAS = tool_schemas()  # what every model is offered; read-only here
 
@@ -216,9 +218,12 @@ async def run_trial(spec: TrialSpec, model: ModelClient, *, replay: Replay | Non
         if outcome.termination not in (Termination.PROVIDER_ERROR, Termination.HARNESS_ERROR):
             graded = trial.grade()
     except Exception as exc:  # noqa: BLE001 - setup or grading fault: a harness outcome, never the model's
-        logger.exception("harness error while setting up or grading %s", task.id)
+        secrets = model_secrets(model)  # ``end_trial`` is the model's (an external agent's) code too
+        logger.exception(
+            "harness error while setting up or grading %s", task.id, extra={SECRETS_ATTR: secrets}
+        )
         outcome.termination = Termination.HARNESS_ERROR
-        outcome.harness_error = harness_error_text(exc)
+        outcome.harness_error = harness_error_text(exc, secrets)
         graded = None
     version = agent_version(limits)
     trial_id = spec.trial_id

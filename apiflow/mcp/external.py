@@ -4,16 +4,30 @@ A grid's model entry says how to reach it (``params``, never part of the trial i
 
 - ``{"command": ["python", "agent.py"], "transport": "http"}`` (the default transport): per
   trial, apiflow serves the trial on a streamable-HTTP URL on 127.0.0.1 and starts the command
-  with ``APIFLOW_MCP_URL`` (and ``APIFLOW_TASK_ID``) in its environment;
+  with ``APIFLOW_MCP_URL`` in its environment;
 - ``{"command": [...], "transport": "stdio"}``: the command's stdin/stdout are the MCP channel
   (apiflow serves, the agent is the client on its own standard streams);
-- ``{"endpoint": "http://host:port/run"}``: an agent service; apiflow POSTs
-  ``{"mcp_url", "task_id"}`` as JSON and the service connects back to that URL (so it must run
-  on this machine: the URL is loopback).
+- ``{"endpoint": "http://host:port/run"}``: an agent service; apiflow POSTs ``{"mcp_url"}`` as
+  JSON and the service connects back to that URL (so it must run on this machine: the URL is
+  loopback).
 
-Optional: ``env`` (extra environment for the command), ``connect_timeout_s`` (default 120: the
-agent must make its first MCP request by then), ``grace_s`` (default 5: how long a command may
-take to leave after the trial before it is stopped).
+The agent learns its task only through the MCP session (the server's instructions and its
+``task`` prompt): no task id reaches it before it connects.
+
+**A command's environment is minimal, not the harness's.** It gets ``PATH``, ``HOME``, ``LANG``,
+``LC_*`` and ``TMPDIR`` (those set, and none credential-named), ``APIFLOW_MCP_URL`` over http, and
+only what the grid names for this agent:
+
+- ``env``: a mapping of names to values, set as given;
+- ``pass_env``: a list of names copied from the harness's environment when set there
+  (``["OPENAI_API_KEY"]`` for an agent that calls OpenAI itself).
+
+So a provider key (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``AWS_*``, anything
+``apiflow.redact.is_secret_name`` calls a credential) reaches an agent only when named there.
+
+Optional too: ``connect_timeout_s`` (default 120: the agent must make its first MCP request by
+then), ``grace_s`` (default 5: how long a command may take to leave after the trial before it is
+stopped).
 
 Whose fault is what (docs/design/081-mcp.md): an agent that cannot be started, or exits, or
 never connects before its first request is a ``provider_error`` (the agent never played: not a
@@ -30,6 +44,7 @@ import json
 import logging
 import os
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -37,10 +52,14 @@ from apiflow.agent.prompts import initial_messages
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
 from apiflow.models.base import GenerateConfig, ModelOutput, ProviderError
+from apiflow.redact import is_secret_name, secrets_in
 
 Transport = Literal["http", "stdio"]
-_PARAMS = {"command", "transport", "endpoint", "env", "connect_timeout_s", "grace_s"}
-URL_ENV, TASK_ENV = "APIFLOW_MCP_URL", "APIFLOW_TASK_ID"
+_PARAMS = {"command", "transport", "endpoint", "env", "pass_env", "connect_timeout_s", "grace_s"}
+URL_ENV = "APIFLOW_MCP_URL"
+BASE_ENV = frozenset({"PATH", "HOME", "LANG", "TMPDIR"})
+"""What every command inherits from the harness's environment (with ``LC_*``): enough to run a
+program, nothing that authenticates anywhere."""
 _TIMEOUTS = {"connect_timeout_s": 120.0, "grace_s": 5.0}
 
 logger = logging.getLogger(__name__)
@@ -54,6 +73,7 @@ class ExternalAgentConfig:
     transport: Transport = "http"
     endpoint: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    pass_env: tuple[str, ...] = ()
     connect_timeout_s: float = 120.0
     grace_s: float = 5.0
 
@@ -83,12 +103,33 @@ def agent_config(name: str, params: dict[str, Any] | None) -> ExternalAgentConfi
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()
     ):
         raise UsageError(f"{name}: params.env must map names to strings")
+    pass_env = p.get("pass_env", [])
+    if (
+        isinstance(pass_env, str)
+        or not isinstance(pass_env, list | tuple)
+        or not all(isinstance(k, str) and k and "=" not in k for k in pass_env)
+    ):
+        raise UsageError(f"{name}: params.pass_env must be a list of environment variable names")
     timeouts = {k: p.get(k, default) for k, default in _TIMEOUTS.items()}
     if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in timeouts.values()):
         raise UsageError(f"{name}: params.connect_timeout_s and params.grace_s must be positive numbers")
     return ExternalAgentConfig(
-        command=tuple(command or ()), transport=transport, endpoint=endpoint, env=env, **timeouts
-    )
+        command=tuple(command or ()), transport=transport, endpoint=endpoint, env=env,
+        pass_env=tuple(pass_env), **timeouts,
+    )  # fmt: skip
+
+
+def agent_environment(
+    config: ExternalAgentConfig, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A command's environment: ``BASE_ENV`` and ``LC_*`` (never a credential-named one), the
+    ``pass_env`` names that are set in ``environ`` (default ``os.environ``), then ``env``."""
+    source = os.environ if environ is None else environ
+    base = {
+        k: v for k, v in source.items() if (k in BASE_ENV or k.startswith("LC_")) and not is_secret_name(k)
+    }
+    passed = {k: source[k] for k in config.pass_env if k in source}
+    return {**base, **passed, **config.env}
 
 
 def external_model(name: str, task: Task, seed: int, params: dict[str, Any] | None) -> ExternalAgent:
@@ -102,7 +143,7 @@ def external_model(name: str, task: Task, seed: int, params: dict[str, Any] | No
         import mcp  # noqa: F401 - fail here, as a usage error, rather than inside the trial
     except ImportError:
         raise UsageError(f"{name} needs the MCP SDK: pip install -e '.[mcp]'") from None
-    return ExternalAgent(name, task, config)
+    return ExternalAgent(name, task, config, frozenset(secrets_in(params or {})))
 
 
 class ExternalAgent:
@@ -110,13 +151,17 @@ class ExternalAgent:
 
     Started on the first ``generate``; ``end_trial`` (run by ``run_trial`` after the loop)
     answers the agent's last calls, gives it ``grace_s`` to leave, then stops it and the server.
+    ``secrets`` (its params' credential values) redact any error text its trial records.
     """
 
-    def __init__(self, name: str, task: Task, config: ExternalAgentConfig) -> None:
+    def __init__(
+        self, name: str, task: Task, config: ExternalAgentConfig, secrets: frozenset[str] = frozenset()
+    ) -> None:
         from apiflow.mcp.bridge import AgentBridge
 
         self.model_api = name
         self.task, self.config = task, config
+        self.secrets = secrets
         self.bridge = AgentBridge(name, initial_messages(task))
         self._stack = contextlib.AsyncExitStack()
         self._process: asyncio.subprocess.Process | None = None
@@ -137,7 +182,7 @@ class ExternalAgent:
         from apiflow.mcp.transports import http_endpoint, serve_pipes
 
         server = build_server(self.bridge)
-        env = {**os.environ, **self.config.env, TASK_ENV: self.task.id}
+        env = agent_environment(self.config)
         if self.config.transport == "stdio":
             self._process = await self._spawn(env, pipes=True)
             assert self._process.stdout is not None and self._process.stdin is not None
@@ -148,9 +193,7 @@ class ExternalAgent:
             if self.config.command:
                 self._process = await self._spawn({**env, URL_ENV: url}, pipes=False)
             else:
-                await asyncio.to_thread(
-                    _post_json, self.config.endpoint, {"mcp_url": url, "task_id": self.task.id}
-                )
+                await asyncio.to_thread(_post_json, self.config.endpoint, {"mcp_url": url})
         if self._process is not None:
             self._tasks.append(asyncio.create_task(self._watch(self._process)))
         await self._await_contact()

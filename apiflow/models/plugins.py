@@ -37,6 +37,7 @@ from typing import Any
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
 from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError
+from apiflow.redact import record_secrets, redact, secrets_in
 from apiflow.results.prices import Prices
 
 GROUP = "apiflow.models"
@@ -213,35 +214,47 @@ def make_plugin_model(name: str, task: Task, seed: int, params: dict[str, Any] |
     """The plug-in model of one trial; a plug-in fault becomes a model that fails the trial as a
     harness error (the trial is recorded, unscored, and retried on resume)."""
     prefix = _served(name)
+    secrets = frozenset(secrets_in(params or {}))
     try:
         plugin = load_plugin(prefix)
     except PluginError as exc:
-        return BrokenModel(name, str(exc))
+        return BrokenModel(name, str(exc), secrets)
     try:
         model = plugin.factory(name, task, seed, params)
     except Exception as exc:  # noqa: BLE001 - the plug-in's bug, recorded on its trial
-        return BrokenModel(name, f"plug-in {prefix!r} ({plugin.origin}) factory raised {_one_line(exc)}")
+        return BrokenModel(
+            name, f"plug-in {prefix!r} ({plugin.origin}) factory raised {_one_line(exc, secrets)}", secrets
+        )
     if not isinstance(model, ModelClient) or not isinstance(getattr(model, "model_api", None), str):
         return BrokenModel(
             name,
             f"plug-in {prefix!r} ({plugin.origin}) returned {type(model).__name__}, not a ModelClient "
             "(an object with a model_api string and an async generate(messages, tools, config))",
+            secrets,
         )
-    return PluginModel(model, name, plugin.origin)
+    return PluginModel(model, name, plugin.origin, secrets)
 
 
-def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".splitlines()[0][:500] if str(exc) else type(exc).__name__
+def _one_line(exc: BaseException, secrets: frozenset[str]) -> str:
+    """The exception's first line, redacted before it is cut (a cut key would no longer match)."""
+    text = redact(f"{type(exc).__name__}: {exc}", secrets) if str(exc) else type(exc).__name__
+    return text.splitlines()[0][:500] if text else text
 
 
 class PluginModel:
     """A plug-in's model, with its faults named: any exception from ``generate`` other than a
-    ``ProviderError`` becomes a ``PluginError`` naming the plug-in (a harness error on the trial)."""
+    ``ProviderError`` becomes a ``PluginError`` naming the plug-in (a harness error on the trial).
 
-    def __init__(self, inner: ModelClient, name: str, origin: str) -> None:
+    ``secrets`` are the credential values of its params (``apiflow.redact.secrets_in``): every error
+    text the trial records is redacted with them and the environment's."""
+
+    def __init__(
+        self, inner: ModelClient, name: str, origin: str, secrets: frozenset[str] = frozenset()
+    ) -> None:
         self.inner = inner
         self.origin = origin
         self.model_api = inner.model_api or name
+        self.secrets = secrets
 
     async def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
@@ -252,7 +265,7 @@ class PluginModel:
             raise  # the plug-in's own provider gave up: a provider outcome, retried on resume
         except Exception as exc:  # noqa: BLE001 - named for the record, without the plug-in's traceback
             raise PluginError(
-                f"plug-in model {self.model_api} ({self.origin}) raised {_one_line(exc)}"
+                f"plug-in model {self.model_api} ({self.origin}) raised {_one_line(exc, self.secrets)}"
             ) from None
         if not isinstance(output, ModelOutput):
             raise PluginError(
@@ -271,9 +284,10 @@ class BrokenModel:
     """Stands in for a model that could not be built for a trial (a plug-in's fault, or a worker
     without the plug-in): its first turn raises the reason, so the trial ends as a harness error."""
 
-    def __init__(self, name: str, reason: str) -> None:
+    def __init__(self, name: str, reason: str, secrets: frozenset[str] = frozenset()) -> None:
         self.model_api = name
         self.reason = reason
+        self.secrets = secrets
 
     async def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
@@ -282,11 +296,12 @@ class BrokenModel:
 
 
 class _OneLinePluginFaults(logging.Filter):
-    """Keeps a plug-in's fault to one log line: the trial records it, a traceback adds nothing."""
+    """Keeps a plug-in's fault to one log line: the trial records it, a traceback adds nothing.
+    The line is redacted here too, whichever of this and the loop's ``RedactingFilter`` runs first."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and isinstance(record.exc_info[1], PluginError):
-            record.msg = f"{record.getMessage()}: {record.exc_info[1]}"
+            record.msg = redact(f"{record.getMessage()}: {record.exc_info[1]}", record_secrets(record))
             record.args = None
             record.exc_info = None
             record.exc_text = None

@@ -53,7 +53,8 @@ class _AgentService(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - the http.server hook
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        env = {**os.environ, "APIFLOW_MCP_URL": body["mcp_url"], "APIFLOW_TASK_ID": body["task_id"]}
+        assert set(body) == {"mcp_url"}  # no task id: the agent learns its task in the session
+        env = {**os.environ, "APIFLOW_MCP_URL": body["mcp_url"]}
         self.started.append(subprocess.Popen(agent_command("golden"), env=env))
         self.send_response(202)
         self.end_headers()

@@ -5,12 +5,18 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+PLUGIN_TESTS = Path(__file__).resolve().parents[1] / "plugins"
+"""``pluginkit`` (throwaway plug-in distributions), for the plug-in error tests."""
+if str(PLUGIN_TESTS) not in sys.path:
+    sys.path.insert(0, str(PLUGIN_TESTS))
 
 
 @dataclass(frozen=True)

@@ -129,11 +129,16 @@ def test_a_grid_with_fake_keys_writes_no_key_anywhere(fake_keys, keyed_ray, tmp_
 
 
 def test_the_scan_finds_the_keys_when_redaction_is_removed(fake_keys, tmp_path, monkeypatch):
-    """Control: same grid, same writers, in process, redactor = identity -> the keys are found."""
+    """Control: same grid, same writers, in process, redactor = identity -> the keys are found.
+
+    Both points are turned off: the adapter's exception boundary and the loop's
+    ``harness_error_text``, which redacts every model's error text again."""
+    import apiflow.agent.loop as loop
     import apiflow.models.litellm_client as adapter
     from cluster.worker import TrialRunner
 
     monkeypatch.setattr(adapter, "redact", lambda text, extra=(): text)
+    monkeypatch.setattr(loop, "redact", lambda text, extra=(): text)
     from cluster.driver import absolute_paths
     from cluster.plan import plan_grid
     from cluster.worker import load_checked_bank
