@@ -3,11 +3,12 @@
 Two drivers on one folder would both pay for the same trials (batch objects are create-only by name,
 but two writers batch the same trials under different names). So a driver takes the folder's lease
 before it starts and renews it while it runs; another driver finding a live lease is refused with who
-holds it and until when. A holder that dies stops renewing and its lease lapses after ``TTL_S``.
+holds it and until when. A holder that dies stops renewing and its lease lapses after ``TTL_S``; one on this machine whose process
+is gone frees the folder at once (a SIGKILLed driver's rerun need not wait).
 
-Taking a lease is fenced: each holder gets the next token, claimed by creating ``lease/<token>``
+Taking a lease is fenced: each holder gets the next token, claimed by creating ``_lease/<token>``
 create-only (an atomic create on a local folder, a conditional PUT on S3), so of two drivers racing for
-the same token exactly one wins. ``lease.json`` names the current holder; a holder that finds a newer
+the same token exactly one wins. ``_lease.json`` names the current holder; a holder that finds a newer
 token there when it renews has lost the folder and must stop (``LeaseLost``).
 """
 
@@ -26,7 +27,8 @@ from apiflow.results.objects import ObjectFolder
 TTL_S = 120.0
 """How long a lease outlives its last renewal (a driver renews about every ``TTL_S / 6``)."""
 
-CURRENT = "lease.json"
+CURRENT = "_lease.json"
+"""Names starting with "_" are metadata to every reader of the folder (not a trial, not a row)."""
 
 
 class LeaseLost(RuntimeError):
@@ -57,7 +59,8 @@ class Lease:
 
     def _write(self, expires: float) -> None:
         self.expires = expires
-        body = {"holder": self.holder, "token": self.token, "expires": expires, "written": time.time()}
+        body = {"holder": self.holder, "token": self.token, "expires": expires, "written": time.time(),
+                "host": socket.gethostname(), "pid": os.getpid()}  # fmt: skip
         self.objects.overwrite(self.objects.path(CURRENT), json.dumps(body).encode())
 
 
@@ -74,7 +77,7 @@ def check_free(objects: ObjectFolder, now: float | None = None) -> dict[str, Any
     """
     now = time.time() if now is None else now
     found = _read(objects)
-    if found is not None and float(found.get("expires", 0.0)) > now:
+    if found is not None and float(found.get("expires", 0.0)) > now and not _holder_gone(found):
         until = time.strftime("%H:%M:%S", time.localtime(float(found["expires"])))
         raise UsageError(
             f"{objects.root} is being written by another grid run ({found.get('holder')}); wait for it to "
@@ -92,13 +95,27 @@ def take_lease(objects: ObjectFolder, holder: str, now: float | None = None) -> 
     """
     now = time.time() if now is None else now
     found = check_free(objects, now)
-    taken = [int(name.rsplit("/", 1)[-1]) for name in objects.list("lease", "") if name.rsplit("/", 1)[-1].isdigit()]
+    taken = [int(name.rsplit("/", 1)[-1]) for name in objects.list("_lease", "") if name.rsplit("/", 1)[-1].isdigit()]
     token = max([int(found.get("token", 0)) if found is not None else 0, *taken]) + 1
-    if not objects.create_only(objects.path("lease", f"{token:010d}"), holder.encode()):
+    if not objects.create_only(objects.path("_lease", f"{token:010d}"), holder.encode()):
         raise UsageError(f"{objects.root}: another grid run took this folder just now; wait for it to finish")
     lease = Lease(objects, holder, token)
     lease._write(now + TTL_S)
     return lease
+
+
+def _holder_gone(found: dict[str, Any]) -> bool:
+    """True when the lease's holder ran on this machine and its process no longer exists."""
+    pid = found.get("pid")
+    if found.get("host") != socket.gethostname() or not isinstance(pid, int) or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return False
 
 
 def _read(objects: ObjectFolder) -> dict[str, Any] | None:

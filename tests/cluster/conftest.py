@@ -24,10 +24,13 @@ def ray_session():
     import ray
 
     temp_dir = tempfile.mkdtemp(prefix="afr-", dir="/tmp")  # unix socket paths must stay short
-    ray.init(
-        num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, logging_level="ERROR", log_to_driver=False,
-        _node_ip_address="127.0.0.1",  # loopback only
-    )
+    from cluster.session import _loopback_only
+
+    with _loopback_only():  # as the private Ray of grid run: every listener on 127.0.0.1
+        ray.init(
+            num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, logging_level="ERROR", log_to_driver=False,
+            _node_ip_address="127.0.0.1",
+        )
     try:
         yield ray
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,7 @@ def test_a_dead_holders_lease_lapses_and_the_taker_fences_it_out(folder: ObjectF
 
 
 def test_two_drivers_racing_for_one_token_get_one_lease(folder: ObjectFolder) -> None:
-    assert folder.create_only(folder.path("lease", f"{1:010d}"), b"racer")  # another driver won token 1
+    assert folder.create_only(folder.path("_lease", f"{1:010d}"), b"racer")  # another driver won token 1
     lease = take_lease(folder, "host-a pid 1", now=1000.0)
     assert lease.token == 2  # the listed tokens count: never the one a racer holds
 
@@ -55,3 +56,14 @@ def test_the_loser_of_a_race_for_a_token_is_refused(folder: ObjectFolder, monkey
     monkeypatch.setattr("apiflow.results.lease._read", lambda objects: None)
     with pytest.raises(UsageError, match="took this folder just now"):
         take_lease(folder, "host-b pid 2", now=1000.0)
+
+
+def test_a_holder_on_this_machine_whose_process_is_gone_frees_the_folder_at_once(folder: ObjectFolder) -> None:
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lease = take_lease(folder, "host-a pid dead", now=1000.0)
+    record = json.loads(folder.cat(folder.path("_lease.json")))
+    folder.overwrite(folder.path("_lease.json"), json.dumps({**record, "pid": int(gone.stdout)}).encode())
+    assert take_lease(folder, "the rerun", now=1001.0).token == lease.token + 1  # no wait for the lapse
