@@ -148,10 +148,13 @@ class TurnIntake:
             calls, run_arguments, scans = [], [], []
         output = raw
         if not same:
-            output = ModelOutput(text, reasoning, tuple(calls), raw.usage, raw.provider_cost_usd, raw.retries)
+            output = ModelOutput(
+                text, reasoning, tuple(calls), raw.usage, raw.provider_cost_usd, raw.retries, raw.served
+            )
         u = output.usage  # clean counts, no cost, no retries: nothing for _accounting to repair
         if not (
             output.provider_cost_usd is None
+            and output.served is None
             and type(output.retries) is tuple
             and not output.retries
             and type(u) is Usage
@@ -339,12 +342,19 @@ class TurnIntake:
         retries = output.retries
         if not isinstance(retries, tuple | list) or not all(_json_dict(r) for r in retries):
             retries = tuple(r for r in retries if _json_dict(r)) if isinstance(retries, tuple | list) else ()
-        if usage is output.usage and cost is output.provider_cost_usd and retries is output.retries:
+        served = output.served
+        if served is not None and not (
+            type(served) is tuple and len(served) == 3 and all(type(v) is str and len(v) <= 200 for v in served)
+        ):
+            served = None
+        same = usage is output.usage and cost is output.provider_cost_usd and retries is output.retries
+        if same and served is output.served:
             return output
         self.log.repair("usage", usage is not output.usage)
         self.log.repair("provider_cost", cost is not output.provider_cost_usd)
         self.log.repair("retries", retries is not output.retries)
-        return ModelOutput(output.text, output.reasoning, output.tool_calls, usage, cost, tuple(retries))
+        self.log.repair("served", served is not output.served)
+        return ModelOutput(output.text, output.reasoning, output.tool_calls, usage, cost, tuple(retries), served)
 
 
 _PREVIEW_SIZE = 2_001

@@ -91,6 +91,8 @@ class LoopOutcome:
     usage: Usage = field(default_factory=Usage)
     provider_cost_usd: float | None = None
     retries: list[dict[str, Any]] = field(default_factory=list)
+    served: list[list[str]] = field(default_factory=list)
+    """Per provider call, what the provider said served it: [model, fingerprint, request id]."""
     harness_error: str | None = None
     input: InputLog = field(default_factory=InputLog)
 
@@ -254,6 +256,8 @@ class _Loop:
                 twrite, treason = twrite + u.cache_write, treason + u.reasoning
                 if output.retries:
                     out.retries.extend(output.retries)
+                if output.served is not None:
+                    out.served.append(list(output.served))
                 if output.provider_cost_usd is not None:
                     out.provider_cost_usd = (out.provider_cost_usd or 0.0) + output.provider_cost_usd
                 messages.append(assistant_message(output))

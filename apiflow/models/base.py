@@ -61,6 +61,9 @@ class ModelOutput:
         usage: Tokens this call consumed.
         provider_cost_usd: The provider library's own cost figure, kept only as a cross-check.
         retries: Provider retries spent on this call (recorded on the trial).
+        served: What the provider said served this call: ``(model, fingerprint, request id)`` as its
+            response named them (``system_fingerprint`` or the provider's equivalent; "" when it
+            named none). Set by the provider adapter; None for models without a provider.
     """
 
     text: str = ""
@@ -69,6 +72,7 @@ class ModelOutput:
     usage: Usage = field(default_factory=Usage)
     provider_cost_usd: float | None = None
     retries: tuple[dict[str, Any], ...] = ()
+    served: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,8 @@ keeps ``status_code`` and ``response.headers`` (``Retry-After``) for the policy 
 
 _configured = False
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+SERVED_CHARS = 200
+"""Characters kept of each served field (model id, fingerprint, request id)."""
 MESSAGE_LIMIT = 2000
 """Characters of a provider error kept on the trial (after redaction, so no secret is cut in half)."""
 
@@ -226,12 +228,14 @@ def output_from_response(response: Any) -> ModelOutput:
     )
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost")
+    served = tuple(str(get_field(response, name) or "")[:SERVED_CHARS] for name in ("model", "system_fingerprint", "id"))
     return ModelOutput(
         text=get_field(message, "content") or "",
         reasoning=reasoning_text(message),
         tool_calls=calls,
         usage=usage_from_response(get_field(response, "usage")),
         provider_cost_usd=float(cost) if isinstance(cost, int | float) else None,
+        served=served,  # type: ignore[arg-type]
     )
 
 
@@ -342,6 +346,7 @@ class LiteLLMClient:
                 output.usage,
                 output.provider_cost_usd,
                 tuple(retry_log),
+                output.served,
             )
         return output
 

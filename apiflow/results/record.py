@@ -79,7 +79,7 @@ class LimitHit(BaseModel):
     hits: int
 
 
-_OMITTED_WHEN_EMPTY = ("limits_hit", "input_repairs")
+_OMITTED_WHEN_EMPTY = ("limits_hit", "input_repairs", "served")
 
 
 class ApiflowBlock(BaseModel):
@@ -105,6 +105,9 @@ class ApiflowBlock(BaseModel):
     cost_usd: float | None = None
     provider_cost_usd: float | None = None
     retries: list[dict[str, Any]] = Field(default_factory=list)
+    served: list[list[str]] = Field(default_factory=list)
+    """Per provider call, what the provider said served it: ``[model, fingerprint, request id]``
+    (omitted when no call had a provider: offline models' records are unchanged)."""
     harness_error: str | None = None
     grader: str | None = None
     agent_version: str = ""

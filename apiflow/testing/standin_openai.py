@@ -127,6 +127,7 @@ def render_completion(
         "object": "chat.completion",
         "created": 0,
         "model": model,
+        "system_fingerprint": "fp_standin",
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
         "usage": {
             "prompt_tokens": prompt,
