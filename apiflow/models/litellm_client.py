@@ -22,6 +22,7 @@ the client's own ``api_key``/headers, credential-shaped strings) and no chained 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -219,6 +220,16 @@ def parse_arguments(raw: str | None) -> dict[str, Any] | str:
     return value if isinstance(value, dict) else raw
 
 
+def _request_id(hidden: dict[str, Any], response: Any) -> str:
+    """The provider's own id for the call: its ``request-id``/``x-request-id`` response header where
+    litellm kept it (on some routes litellm makes up the response id), else the response's id."""
+    headers = hidden.get("additional_headers") or {}
+    for name, value in headers.items() if isinstance(headers, dict) else ():
+        if str(name).lower().endswith(("request-id", "request_id")) and value:
+            return str(value)
+    return str(get_field(response, "id") or "")
+
+
 def output_from_response(response: Any) -> ModelOutput:
     """A litellm ``ModelResponse`` -> ``ModelOutput`` (first choice)."""
     message = response.choices[0].message
@@ -228,7 +239,11 @@ def output_from_response(response: Any) -> ModelOutput:
     )
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost")
-    served = tuple(str(get_field(response, name) or "")[:SERVED_CHARS] for name in ("model", "system_fingerprint", "id"))
+    served = (
+        str(get_field(response, "model") or "")[:SERVED_CHARS],
+        str(get_field(response, "system_fingerprint") or "")[:SERVED_CHARS],
+        _request_id(hidden, response)[:SERVED_CHARS],
+    )
     return ModelOutput(
         text=get_field(message, "content") or "",
         reasoning=reasoning_text(message),
@@ -272,6 +287,9 @@ class LiteLLMClient:
         self.marks_breakpoints = caching and marks_breakpoints(model)
         """Send the rolling cache marks (``apiflow.models.caching``): on by default where the
         provider caches only at marks."""
+        self.cache_key = caching and model.startswith("openai/")
+        """Send OpenAI's ``prompt_cache_key``, the same for every trial of a task (its system and user
+        prompt): OpenAI caches on its own, and the key routes requests sharing a prefix together."""
         self.retry: RetryHook = retry or single_attempt
         self.secrets = frozenset(secrets_in(self.params))
         """Credential values of ``params`` (``api_key``, auth headers), redacted with the environment's."""
@@ -321,6 +339,8 @@ class LiteLLMClient:
         }
         if self.marks_breakpoints:
             kwargs["messages"], tools = with_breakpoints(kwargs["messages"], tools)
+        if self.cache_key and "prompt_cache_key" not in kwargs:
+            kwargs["prompt_cache_key"] = prompt_cache_key(messages)
         if tools:
             kwargs["tools"] = tools
         if config.max_tokens is not None:
@@ -433,3 +453,10 @@ async def rejected_key(model: str, params: dict[str, Any]) -> str | None:
     except Exception:  # noqa: BLE001 - anything else is for the trials' retry layer to meet and record
         return None
     return None
+
+
+def prompt_cache_key(messages: list[dict[str, Any]]) -> str:
+    """A key naming a conversation's stable prefix: its opening system and user messages (a task's
+    trials share them; it names no trial, model or seed)."""
+    opening = [m.get("content") for m in messages[:2]]
+    return "apiflow-" + hashlib.sha256(json.dumps(opening, sort_keys=True, default=str).encode()).hexdigest()[:24]

@@ -33,6 +33,21 @@ def play_trial_sync(spec: TrialSpec, model: ModelClient, replay: Replay | None =
     try:
         return loop.run_until_complete(play_trial(spec, model, replay))
     finally:
+        _close(loop)
+
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    """Close ``loop`` as ``asyncio.run`` does: cancel what is still pending (a provider library's
+    background logging task, say) and let it finish first. Left pending on a closed loop, such a task
+    is finalised later by the garbage collector, which can crash the interpreter at exit."""
+    try:
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
         loop.close()
 
 

@@ -108,6 +108,8 @@ class StandinStats:
     billed_reasoning: int = 0
     cache_marks: list[int] = field(default_factory=list)
     """``cache_control`` marks of each Messages API request, in order of arrival."""
+    cache_keys: list[str] = field(default_factory=list)
+    """The ``prompt_cache_key`` of each answered OpenAI-wire request ("" when none was sent)."""
     in_flight: int = 0
     peak_in_flight: int = 0
     """Most requests open at once (being handled, latency included): bench/bench_concurrency.py."""
@@ -305,6 +307,8 @@ class StandinProvider:
             self._bill(output.usage.input, output.usage.output, output.usage.cache_read, 0, spent)
         else:
             reasoning = _thinking(output, turn) if c.reasoning else None
+            with self.lock:
+                self.stats.cache_keys.append(str(body.get("prompt_cache_key", "")))
             completion = self._completion(body["model"], output, reasoning)
             spent = completion["usage"]["completion_tokens_details"]["reasoning_tokens"]
             self._bill(output.usage.input, output.usage.output, output.usage.cache_read, 0, spent)

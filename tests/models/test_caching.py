@@ -164,7 +164,7 @@ def _content(record: TrialRecord) -> dict[str, Any]:
     for key in ("duration_s", "tokens"):
         data.pop(key)
     data["provenance"].pop("created")
-    for key in ("tokens", "cost_usd", "provider_cost_usd"):
+    for key in ("tokens", "cost_usd", "provider_cost_usd", "served"):  # the bill, and per-call request ids
         data["apiflow"].pop(key)
     return data
 

@@ -55,3 +55,20 @@ def test_a_malformed_served_claim_is_dropped_and_counted() -> None:
     intake = TurnIntake(log)
     turn = intake.check(ModelOutput(text="done", served=("m", 7, "id")), 10_000)  # type: ignore[arg-type]
     assert turn.output.served is None and log.repairs.get("served") == 1
+
+
+def test_openai_routes_send_one_prompt_cache_key_per_task(standin: StandinServer) -> None:
+    bank = load_bank(DEFAULT_BANK)
+    params = {"api_base": standin.url, "api_key": "sk-standin"}
+    for task_id in (TASK, TASK, "sample-w01-sub02"):
+        task = bank.task(task_id)
+        play_trial_sync(_spec(bank, task), LiteLLMClient("openai/gpt-5-mini", params))
+    keys = standin.provider.stats.cache_keys
+    first, second = keys[: len(keys) // 3], keys[len(keys) // 3 :]
+    assert all(k.startswith("apiflow-") for k in keys)
+    assert len(set(keys)) == 2  # the two trials of one task share a key, the other task has its own
+    assert first and set(first) < set(keys) and second
+    before = len(keys)
+    task = bank.task(TASK)
+    play_trial_sync(_spec(bank, task), LiteLLMClient("openai/gpt-5-mini", {**params, "prompt_caching": False}))
+    assert set(standin.provider.stats.cache_keys[before:]) == {""}  # caching off: no hint either
