@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from apiflow.agent.grades import GradeMemo
 from apiflow.models.registry import is_offline
+from apiflow.tools.execute import ShownMemo
 from apiflow.world.transitions import TransitionMemo
 
 
@@ -27,6 +28,8 @@ class Replay:
 
     transitions: TransitionMemo = field(default_factory=TransitionMemo)
     grades: GradeMemo = field(default_factory=GradeMemo)
+    shown: ShownMemo = field(default_factory=ShownMemo)
+    """How the replayed responses are shown in execute results (one text per response object)."""
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Hits, misses and sizes of both memos (a grid actor reports them)."""

@@ -33,8 +33,9 @@ from apiflow.results.record import (
     TokensDetail,
     TrialRecord,
 )
-from apiflow.tools import Toolbox, Workspace, tool_schema_hash, tool_schemas
+from apiflow.tools import Toolbox, Workspace, tool_schema_hash
 from apiflow.tools.limits import TOOL_BOUNDS
+from apiflow.tools.schemas import offered_schemas
 from apiflow.world import WorldDef, WorldSession
 
 GRADING_RULES = "apiflow-1.1"
@@ -44,7 +45,7 @@ GRADING_RULES = "apiflow-1.1"
 logger = logging.getLogger(__name__)
 logger.addFilter(RedactingFilter())  # an agent's ``end_trial`` fault may quote its own text
 
-_SCHEMAS = tool_schemas()  # what every model is offered; read-only here
+_SCHEMAS = offered_schemas()  # what every model is offered; read-only here
 
 def _published_tokens(outcome: LoopOutcome) -> Tokens:
     """The published block: ``cache`` = cache reads, ``total = input + output + cache``."""
@@ -87,7 +88,10 @@ class _Trial:
             root = memo.root((id(self.task), id(self.world), world_seed, canary_seed), (self.task, self.world))
             send = memo.send(session, send, root)
         # With replay, the toolbox keeps its own encoding of each call as it runs: the grade key.
-        self.toolbox = Toolbox(self.workspace, send, snapshot_calls=self.replay is not None)
+        replay = self.replay
+        self.toolbox = Toolbox(
+            self.workspace, send, snapshot_calls=replay is not None, shown=replay.shown if replay else None
+        )
         return self.toolbox
 
     def evidence(self) -> Evidence:

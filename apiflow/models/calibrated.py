@@ -34,7 +34,7 @@ from apiflow.bank.task import TASK_ID_RE, GoldenCall, Task
 from apiflow.errors import UsageError
 from apiflow.hashing import content_hash
 from apiflow.models.latent import SOLO, LatentParams, stuck_threshold
-from apiflow.models.offline import PlannedCall, ScriptedModel, Turn, card_text, golden_turns
+from apiflow.models.offline import PlannedCall, ScriptedModel, Turn, card_text, golden_literals, golden_turns
 from apiflow.models.sim import sim_rng, wrong_value  # the sims' shared notion of a plausible wrong value
 from apiflow.world.memo import IdentityMemo
 
@@ -245,4 +245,5 @@ def calibrated_model(task: Task, seed: int, profile_name: str) -> ScriptedModel:
         raise KeyError(profile_name)
     profile = load_profiles()[profile_name[len(CALIBRATED_PREFIX) :]]
     turns = plan(profile, task, sim_rng(seed, task.id, profile_name))
-    return ScriptedModel(f"apiflow/sim:{profile_name}", turns)
+    literals = golden_literals(task) if turns is golden_turns(task) else None  # the shared script's, once a task
+    return ScriptedModel(f"apiflow/sim:{profile_name}", turns, literals)

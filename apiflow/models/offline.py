@@ -24,6 +24,7 @@ from apiflow.models.reading import (
     canary_reader,
     cut_ref,
 )
+from apiflow.tools.schemas import offered_schemas, offered_schemas_chars
 from apiflow.world.canaries import CANARY_SHAPE, SALTED, SEPARATOR
 from apiflow.world.memo import IdentityMemo
 
@@ -51,7 +52,7 @@ class _CallInfo(NamedTuple):
 # Offline models replay the same bank objects in every trial; deriving their scripts and
 # what each call needs once per object keeps the offline model far below the harness's own cost.
 _call_memo: IdentityMemo[GoldenCall, _CallInfo] = IdentityMemo()
-_script_memo: IdentityMemo[Task, list[Turn]] = IdentityMemo()
+_script_memo: IdentityMemo[Task, tuple[list[Turn], frozenset[str]]] = IdentityMemo()
 
 
 def _call_info(call: GoldenCall) -> _CallInfo:
@@ -133,8 +134,17 @@ def card_text(card: dict[str, Any], preamble: str = "Done: the work is complete.
 
 def golden_turns(task: Task) -> list[Turn]:
     """The task's golden solution as turns, ending with the expected card (shared, read-only)."""
-    turns: list[Turn] = _script_memo.get(task, _golden_turns)
-    return turns
+    return _script_memo.get(task, _golden_script)[0]
+
+
+def golden_literals(task: Task) -> frozenset[str]:
+    """``script_literals(golden_turns(task))``, derived once per task with the script."""
+    return _script_memo.get(task, _golden_script)[1]
+
+
+def _golden_script(task: Task) -> tuple[list[Turn], frozenset[str]]:
+    turns = _golden_turns(task)
+    return turns, script_literals(turns)
 
 
 def _golden_turns(task: Task) -> list[Turn]:
@@ -174,7 +184,7 @@ class _TokenMeter:
     ) -> Usage:
         """Usage of a call whose ``message_count`` messages added ``new_chars`` since the last call."""
         if not self.seen_messages:
-            new_chars += len(json.dumps(tools))
+            new_chars += offered_schemas_chars() if tools is offered_schemas() else len(json.dumps(tools))
         new_tokens = new_chars // _CHARS_PER_TOKEN
         cached = self.seen_tokens
         self.seen_messages, self.seen_tokens = message_count, cached + new_tokens
@@ -190,10 +200,13 @@ class ScriptedModel:
     Attributes:
         model_api: Recorded as the trial's ``model_api``.
         turns: The script; after its last turn the model keeps answering with empty text.
+        literals: ``script_literals(turns)`` when the caller has it (a task's golden script: derived
+            once per task); None: worked out on first need.
     """
 
     model_api: str
     turns: list[Turn]
+    literals: frozenset[str] | None = None
     _turn: int = 0
     _scan_from: int = 0
     _pending: dict[str, int] = field(default_factory=dict)
@@ -247,7 +260,8 @@ class ScriptedModel:
         trial's). True when a literal was learned for the first time (the reader then changes)."""
         needles = self._needles
         if needles is None:
-            needles = self._needles = [(v, v + SEPARATOR) for v in script_literals(self.turns)]
+            found = self.literals if self.literals is not None else script_literals(self.turns)
+            needles = self._needles = [(v, v + SEPARATOR) for v in found]
         learned, new = self._learned, False
         for literal, needle in needles:
             if needle in content:  # the operator, not find: most needles are absent from a result
@@ -346,7 +360,7 @@ _EMPTY_TURN = Turn()
 
 def oracle_model(task: Task) -> ScriptedModel:
     """``apiflow/oracle``: plays the golden solution, then reports the expected card."""
-    return ScriptedModel("apiflow/oracle", golden_turns(task))
+    return ScriptedModel("apiflow/oracle", golden_turns(task), golden_literals(task))
 
 
 def blank_model() -> ScriptedModel:

@@ -8,17 +8,17 @@ models adapt to them; a tool refuses a call by raising ``ToolError``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from apiflow.tools.execute import Send, execute_request
+from apiflow.tools.execute import Send, ShownMemo, execute_request
 from apiflow.tools.limits import loads_bounded
 from apiflow.tools.pretty import indented
 from apiflow.tools.refs import parse_entity_ref
 from apiflow.tools.result import ToolError
 from apiflow.tools.search import search_workspace
 from apiflow.tools.workspace import DEFAULT_WRITE_SCOPE, Workspace
+from apiflow.world.jsontext import dumps
 
 # An object, or the same object JSON-encoded as a string (both encodings are common).
 JsonObjectArg = dict[str, Any] | str
@@ -39,6 +39,7 @@ class ToolContext:
 
     workspace: Workspace
     send: Send
+    shown: ShownMemo | None = None
 
 
 def _as_object(value: Any, message: str) -> dict[str, Any]:
@@ -66,7 +67,7 @@ def read(ctx: ToolContext, entity_ref: JsonObjectArg, scope: str | None = None) 
     ref = parse_entity_ref(entity_ref)
     if ref.kind == "variable":
         found = ctx.workspace.read_variable(ref.id, scope)
-        return json.dumps({"scope": found.scope, "name": found.name, "value": found.value})
+        return dumps({"scope": found.scope, "name": found.name, "value": found.value})
     entity = ctx.workspace.get_entity(ref)
     return indented({"ref": str(entity.ref), "content": entity.content, "updated_at": entity.updated_at})
 
@@ -126,7 +127,7 @@ def search(ctx: ToolContext, query: str, kind: str | None = None) -> str:
         query: Case-insensitive substring, matched as one whole string; "" lists everything.
         kind: Only this kind (request, response, variable, spec, handle); omitted or "" for all.
     """
-    return json.dumps(search_workspace(ctx.workspace, query, kind))
+    return dumps(search_workspace(ctx.workspace, query, kind))
 
 
 def execute(
@@ -150,14 +151,14 @@ def execute(
         raise ToolError(EXACTLY_ONE_TARGET)
     if request is not None:
         content = request if type(request) is dict else _as_object(request, REQUEST_NOT_OBJECT)
-        return execute_request(ctx.workspace, ctx.send, content, None)
+        return execute_request(ctx.workspace, ctx.send, content, None, ctx.shown)
     ref = parse_entity_ref(target)
     if ref.kind != "request":
         raise ToolError(f"execute() target must be a request entity, got kind={ref.kind!r}.")
     entity = ctx.workspace.find_entity(ref)
     if entity is None:
         raise ToolError(f"Request {ref} not in workspace; create it with `write` first.")
-    return execute_request(ctx.workspace, ctx.send, entity.content, ref)
+    return execute_request(ctx.workspace, ctx.send, entity.content, ref, ctx.shown)
 
 
 def clarify(ctx: ToolContext, question: str) -> str:

@@ -26,6 +26,7 @@ from apiflow.tools.result import ToolError
 from apiflow.tools.workspace import Exchange, Workspace
 from apiflow.world.errors import TransportError
 from apiflow.world.http import HttpRequest, HttpResponse, body_text
+from apiflow.world.jsontext import dumps
 
 Send = Callable[[HttpRequest], HttpResponse]
 
@@ -182,11 +183,41 @@ def response_content(response: HttpResponse, outgoing: Outgoing) -> dict[str, An
     }
 
 
+class ShownMemo:
+    """How each response object is shown in an ``execute`` result, for a run whose world answers are
+    replayed (``apiflow.agent.replay``): one response object is then shown to many trials, and its
+    part of the result (everything after the ref) is the same text each time. Owned by the run; an
+    entry holds its response, so an id is never matched to a newer object; emptied when full."""
+
+    HELD = 65_536
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[HttpResponse, str]] = {}
+
+    def shown(self, response: HttpResponse, headers: dict[str, str]) -> str:
+        hit = self._texts.get(id(response))
+        if hit is not None and hit[0] is response:
+            return hit[1]
+        if len(self._texts) >= self.HELD:
+            self._texts.clear()
+        text = shown_response(response, headers)
+        self._texts[id(response)] = (response, text)
+        return text
+
+
+def shown_response(response: HttpResponse, headers: dict[str, str]) -> str:
+    """The execute result's text after its ``response_ref``: ``, "status": …, "headers": …,
+    "body_preview": …}``. The result is ``dumps`` of one dict whose items ``dumps`` writes in order
+    joined by ``", "``, so it is ``{"response_ref": <ref>`` and this, whatever the ref."""
+    return ", " + dumps({"status": response.status, "headers": headers, "body_preview": body_preview(response)})[1:]
+
+
 def execute_request(
     workspace: Workspace,
     send: Send,
     content: dict[str, Any],
     request_ref: EntityRef | None,
+    shown: ShownMemo | None = None,
 ) -> str:
     """Send request content and record it; returns the execute result string.
 
@@ -196,6 +227,7 @@ def execute_request(
         content: The request content (inline, or a written request entity's content).
         request_ref: The named request entity being executed, or None for an inline request
             (which then becomes ``request:req-<6 hex>``).
+        shown: The run's memo of how replayed responses are shown (None: encode each time).
 
     Raises:
         ToolError: For requests the client refuses (``execute failed: ...``).
@@ -221,18 +253,12 @@ def execute_request(
         workspace.put_entity(ref, content, "execute", key=request_key, room_checked=True)
     if response is None:
         workspace.record_exchange(Exchange(request_key, None, outgoing.sent, None, failure))
-        return json.dumps({"error": failure, "request_ref": request_key})
+        return dumps({"error": failure, "request_ref": request_key})
     response_id = workspace.ids.response_id()
     response_ref = make_ref("response", response_id, parent=ref)
     response_key = f"{request_key}/response:{response_id}"  # str(response_ref)
     seen = response_content(response, outgoing)
     workspace.put_entity(response_ref, seen, "execute", key=response_key, room_checked=True)
     workspace.record_exchange(Exchange(request_key, response_key, outgoing.sent, response))
-    return json.dumps(
-        {
-            "response_ref": response_key,
-            "status": response.status,
-            "headers": seen["headers"],
-            "body_preview": body_preview(response),
-        }
-    )
+    part = shown.shown(response, seen["headers"]) if shown is not None else shown_response(response, seen["headers"])
+    return '{"response_ref": ' + dumps(response_key) + part

@@ -108,6 +108,19 @@ def tool_schemas() -> list[dict[str, Any]]:
 
 
 @cache
+def offered_schemas() -> list[dict[str, Any]]:
+    """The one schema list the harness offers every model (read-only: nothing may edit it)."""
+    return tool_schemas()
+
+
+@cache
+def offered_schemas_chars() -> int:
+    """``len(json.dumps(offered_schemas()))``: a constant of the code (an offline model's token meter
+    counts the schemas in its first call's prompt)."""
+    return len(json.dumps(offered_schemas()))
+
+
+@cache
 def tool_schema_hash() -> str:
     """sha256 of the tool schemas every model sees: part of every trial id (a constant of the code)."""
     canonical = json.dumps(list(_schemas().values()), sort_keys=True)

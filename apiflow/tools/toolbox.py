@@ -18,7 +18,7 @@ from typing import Any
 from apiflow.exact import exact_bytes
 from apiflow.tools.arguments import QuickCheck, decode_arguments, quick_check, validate_arguments
 from apiflow.tools.contract import TERMINATING_TOOLS, TOOL_FUNCTIONS, ToolContext
-from apiflow.tools.execute import Send
+from apiflow.tools.execute import Send, ShownMemo
 from apiflow.tools.limits import TOOL_RESULT_CHARS, LimitError, NotJson, Scan, preview, scan
 from apiflow.tools.result import ArgumentError, ToolError, ToolResult
 from apiflow.tools.schemas import parameters_for
@@ -49,9 +49,11 @@ class Toolbox:
         send: The world's transport (``WorldSession.send``).
     """
 
-    def __init__(self, workspace: Workspace, send: Send, *, snapshot_calls: bool = False) -> None:
+    def __init__(
+        self, workspace: Workspace, send: Send, *, snapshot_calls: bool = False, shown: ShownMemo | None = None
+    ) -> None:
         self.workspace = workspace
-        self._context = ToolContext(workspace=workspace, send=send)
+        self._context = ToolContext(workspace=workspace, send=send, shown=shown)
         self.calls: list[tuple[Any, Any]] = []
         """``(name, arguments)`` of every call, in order, as handed in. With the setup (workspace
         seeds, world, world seed) these are everything the workspace and the world depend on: the

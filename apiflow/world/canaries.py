@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from apiflow.world.http import HttpRequest, HttpResponse, body_text
+from apiflow.world.jsontext import dumps_unicode, loads
 
 CANARY_SHAPE = re.compile(r"(?:[a-z]{2,6}-[0-9a-f]{4,6}-[0-9a-f]{3,4}|tk_[a-z0-9]+(?:_[a-z0-9]+)+)")
 """Literals distinctive enough to salt: minted ids/refs (``smk-e36f-0db4``, ``smkgr-2c8a6c-736``)
@@ -192,7 +192,7 @@ class CanaryCodec:
         salted_text = self.salt_text(text)
         # Literals hold no JSON-special characters, so salting the serialised text and parsing it
         # back is the salted body (and far cheaper than walking it in Python).
-        body = salted_text if isinstance(response.body, str) else json.loads(salted_text)
+        body = salted_text if isinstance(response.body, str) else loads(salted_text)
         return HttpResponse(
             response.status, headers, body, salted_text if response.text is not None else None
         )
@@ -244,11 +244,11 @@ def _patterns(literals: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pat
 
 def _via_json(value: Any, fn: Callable[[str], str], pattern: re.Pattern[str]) -> Any:
     """``fn`` over every string of a JSON value, through its serialisation (unchanged when no match)."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = dumps_unicode(value)
     if not pattern.search(text):
         return value
     try:
-        return json.loads(fn(text))
+        return loads(fn(text))
     except ValueError:  # a replacement that broke the JSON (cannot happen with id-shaped literals)
         return _walk(value, fn)
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
+from apiflow.world.jsontext import loads
 from apiflow.world.state import MISSING, get_in, split_path
 
 
@@ -64,7 +64,7 @@ def parse_body(body: Any) -> tuple[str, Any]:
     if not isinstance(body, str):
         return "json", body
     try:
-        return "json", json.loads(body)
+        return "json", loads(body)
     except (ValueError, RecursionError):  # a body nested past the recursion limit is text, not a crash
         pass
     if "=" in body and " " not in body.strip():

@@ -7,9 +7,10 @@ over real HTTP wraps the same pair.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from apiflow.world.jsontext import dumps
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,4 +51,4 @@ def body_text(body: Any) -> str:
         return ""
     if isinstance(body, str):
         return body
-    return json.dumps(body)
+    return dumps(body)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apiflow.world.features import Address, Features, address_of, getter_of
+from apiflow.world.jsontext import dumps
 from apiflow.world.patterns import linear_regex
 from apiflow.world.state import MISSING
 
@@ -98,7 +99,7 @@ _DIRECTIVES: dict[str, Callable[[Any], Any]] = {
     "$min": lambda value: min(_as_int(v) for v in value),
     "$max": lambda value: max(_as_int(v) for v in value),
     "$add": lambda value: sum(_as_int(v) for v in value),
-    "$json": json.dumps,
+    "$json": dumps,
     "$slice": _slice,
 }
 
@@ -164,4 +165,4 @@ def _text(value: Any) -> str:
         return value
     if value is None:
         return ""
-    return json.dumps(value)
+    return dumps(value)
