@@ -234,7 +234,7 @@ def part_d(work: Path, epochs: int = 5, batch: int = 64, n_models: int = 19) -> 
     grid_file.write_text(yaml.safe_dump(grid))
     load_before = _load()
     began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "cluster.driver", str(grid_file), "--no-progress"],
+    done = subprocess.run([sys.executable, "-m", "cluster.driver", str(grid_file), "--no-progress", "--verbose"],
                           capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     wall = time.perf_counter() - began
     print(f"(d) offline grid: {n_models} calibrated sims x {len(plan) // (n_models * epochs)} bank/v1 tasks x {epochs} epochs "
