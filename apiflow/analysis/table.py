@@ -2,7 +2,9 @@
 
 An input is a Parquet file, a folder (local or ``s3://``) of Parquet files — our grid writes one
 row file per trial plus compacted per-model files, so rows are de-duplicated by ``trial_id`` —
-or a folder of schema-1.0 trial JSONs from ``apiflow run`` (flattened on the fly).
+or a folder of schema-1.0 trial JSONs from ``apiflow run`` (flattened on the fly). A grid's folder
+(``manifest.json`` at its root) is read through its result store: every row object checked, a
+damaged one set aside and named on stderr, Arrow rows included (docs/design/042).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pyarrow.parquet as pq
 from apiflow.analysis.ingest import find_trial_files, iter_chunk_tables
 from apiflow.analysis.rows import transcript_row
 from apiflow.errors import UsageError
+from apiflow.results.store import ResultStore
 
 
 def load_table(inputs: Sequence[str], storage_options: dict | None = None) -> pa.Table:
@@ -76,7 +79,9 @@ def _load_one(source: str, storage_options: dict) -> pa.Table:
         if path.endswith(".json"):
             return _read_json(fs, [path])
         raise UsageError(f"{source}: expected a .parquet file, a .json trial or a folder of them")
-    parquet, json = _list_files(fs, path)
+    parquet, json, grid = _list_files(fs, path)
+    if grid:
+        return _read_grid(source, storage_options)
     if parquet:
         return _read_parquet(fs, parquet)
     if json:
@@ -88,13 +93,24 @@ def _is_file(fs, path: str) -> bool:
     return Path(path).is_file() if fs is None else fs.isfile(path)
 
 
-def _list_files(fs, path: str) -> tuple[list[str], list[str]]:
+def _list_files(fs, path: str) -> tuple[list[str], list[str], bool]:
+    """The folder's Parquet files, its JSON files, and whether it is a grid's result store
+    (``manifest.json`` at its root beside stored rows)."""
     if fs is None:
         files = [str(p) for p in sorted(Path(path).rglob("*")) if p.is_file()]
     else:
         files = sorted(fs.find(path))
+    base = str(Path(path)) if fs is None else path.rstrip("/")
+    rows = tuple(f"{base}/{folder}/" for folder in ("rows", "compacted", "failures"))
+    grid = f"{base}/manifest.json" in files and any(f.startswith(rows) for f in files)
     visible = [f for f in files if not Path(f).name.startswith(("_", "."))]
-    return [f for f in visible if f.endswith(".parquet")], [f for f in visible if f.endswith(".json")]
+    return [f for f in visible if f.endswith(".parquet")], [f for f in visible if f.endswith(".json")], grid
+
+
+def _read_grid(source: str, storage_options: dict) -> pa.Table:
+    """A grid's stored rows and failed attempts (``dedupe_trials`` keeps a real outcome first)."""
+    store = ResultStore(source, storage_options or None)
+    return pa.concat_tables([store.read_rows(), store.read_rows(failures=True)])
 
 
 def _read_parquet(fs, files: list[str]) -> pa.Table:

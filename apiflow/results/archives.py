@@ -7,10 +7,15 @@ A member is named as the trial's own file would be below ``transcripts/``
 archive is a pure function of its members and their order: fixed timestamps, fixed permissions
 (a re-sent batch writes the same bytes). Why one object per batch: docs/design/042,
 "One transcript archive per batch (round three)".
+
+An archive is sealed: its ZIP comment holds the sha256 of its members' names, sizes and CRC-32s,
+so the directory is checked by the digest and every member's bytes by their CRC-32 as it is read
+(``check_archive``); hashing the directory, not every byte, keeps sealing cheap on the write path.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import struct
 import zipfile
@@ -19,10 +24,13 @@ from collections.abc import Iterable, Iterator
 from typing import IO
 
 from apiflow.errors import UsageError
+from apiflow.results.integrity import Damaged, short
 
 SUFFIX = ".zip"
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a ZIP can hold: no wall clock in the bytes
 _MODE = 0o644 << 16  # unix permissions in the high half, as unzip reads them
+SEAL = b"apiflow.sha256="
+"""How a sealed archive's comment starts (the hex digest of ``_listing`` follows)."""
 
 
 def member_name(model_token: str, trial_id: str) -> str:
@@ -61,13 +69,15 @@ def refuse_archive(path: str) -> None:
     )
 
 
-def committed(paths: Iterable[str], batch_rows: Iterable[str]) -> list[str]:
-    """The archives among ``paths`` whose batch row object (same digest) is among ``batch_rows``, in path order.
+def committed(paths: Iterable[str], batches: Iterable[str]) -> list[str]:
+    """The archives among ``paths`` whose batch (same digest) is among ``batches``, in path order.
 
-    An archive without one was written by an attempt that died before committing: its trials ran
-    again (in other batches, or alone) and are stored elsewhere.
+    ``batches`` are the committed batches' row objects (paths or names): those in ``rows/batches/``
+    and those a compaction folded in (``compacted/_batches.json``), whose rows live on in the
+    compacted files whatever becomes of their objects. An archive of no committed batch was written
+    by an attempt that died before committing: its trials ran again and are stored elsewhere.
     """
-    digests = {_stem(p) for p in batch_rows}
+    digests = {_stem(p) for p in batches}
     return sorted(p for p in paths if _stem(p) in digests)
 
 
@@ -88,10 +98,12 @@ def archive_bytes(members: Iterable[tuple[str, bytes]]) -> bytes:
     members = list(members)
     out = io.BytesIO()
     central = []
+    listing = []
     offset = 0
     for name, body in members:
         encoded, flags = _encoded(name)
         size, crc = len(body), zlib.crc32(body)
+        listing.append((name, size, crc))
         if size > _LIMIT or offset > _LIMIT:
             return _zipfile_bytes(members)
         local = _LOCAL.pack(b"PK\x03\x04", _VERSION, 0, flags, zipfile.ZIP_STORED, _DOSTIME, _DOSDATE,
@@ -107,7 +119,9 @@ def archive_bytes(members: Iterable[tuple[str, bytes]]) -> bytes:
     if len(central) > 0xFFFF or offset > _LIMIT or offset + len(directory) > _LIMIT:
         return _zipfile_bytes(members)
     out.write(directory)
-    out.write(_END.pack(b"PK\x05\x06", 0, 0, len(central), len(central), len(directory), offset, 0))
+    seal = _seal(listing)
+    out.write(_END.pack(b"PK\x05\x06", 0, 0, len(central), len(central), len(directory), offset, len(seal)))
+    out.write(seal)
     return out.getvalue()
 
 
@@ -138,7 +152,43 @@ def _zipfile_bytes(members: Iterable[tuple[str, bytes]]) -> bytes:
             info.create_system = _UNIX  # zipfile says 0 on Windows; the bytes must not depend on the OS
             info.external_attr = _MODE
             archive.writestr(info, body)
+        archive.comment = _seal((i.filename, i.file_size, i.CRC) for i in archive.infolist())
     return buffer.getvalue()
+
+
+def _seal(listing: Iterable[tuple[str, int, int]]) -> bytes:
+    """The comment of an archive of these ``(name, size, crc32)`` members, in archive order."""
+    text = "".join(f"{name}\0{size}\0{crc}\n" for name, size, crc in listing)
+    return SEAL + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest().encode()
+
+
+def check_archive(data: bytes) -> list[str]:
+    """An archive's member names, after checking it whole: its seal (when it has one: archives
+    written before sealing have none) and every member's CRC-32.
+
+    Raises:
+        Damaged: Empty, not a ZIP archive (garbage, truncated), a seal that does not match its
+            directory, or a member whose bytes do not match their CRC-32.
+    """
+    if not data:
+        raise Damaged("empty")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as opened:
+            infos = opened.infolist()
+            if opened.comment.startswith(SEAL) and opened.comment != _seal(
+                (i.filename, i.file_size, i.CRC) for i in infos
+            ):
+                raise Damaged("checksum mismatch (its seal does not match its members)")
+            for info in infos:
+                try:
+                    opened.read(info)  # checks the member's CRC-32 and its local header
+                except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+                    raise Damaged(f"member {info.filename} is damaged ({short(exc)})") from None
+    except Damaged:
+        raise
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError) as exc:
+        raise Damaged(f"not a whole ZIP archive ({short(exc)})") from None
+    return [i.filename for i in infos]
 
 
 def member_names(archive: bytes | str | IO[bytes]) -> list[str]:

@@ -90,15 +90,60 @@ class ObjectFolder:
         return bytes(self.fs.cat_file(path))
 
     def cat_many(self, paths: list[str]) -> Iterable[tuple[str, bytes]]:
-        """``(path, bytes)`` of each object that exists, fetched concurrently from an object store."""
+        """``(path, bytes)`` of each object that exists, in the order given, fetched concurrently from
+        an object store (an object gone since it was listed, e.g. moved aside, is left out)."""
         if self.local:
             for path in paths:
-                with open(path, "rb") as handle:
-                    yield path, handle.read()
+                try:
+                    with open(path, "rb") as handle:
+                        data = handle.read()
+                except FileNotFoundError:
+                    continue
+                yield path, data
             return
         for start in range(0, len(paths), CAT_CHUNK):
             chunk = paths[start : start + CAT_CHUNK]
-            yield from self.fs.cat(chunk, on_error="omit").items()
+            found = self.fs.cat(chunk, on_error="omit")
+            yield from ((path, found[path]) for path in chunk if path in found)
+
+    def sizes(self, prefix: str, suffix: str) -> dict[str, int]:
+        """The size of every object below ``path(prefix)`` whose name ends with ``suffix`` (one listing)."""
+        base = self.path(prefix)
+        if self.local:
+            return {p: os.path.getsize(p) for p in self.list(prefix, suffix) if os.path.exists(p)}
+        self.fs.invalidate_cache()
+        try:
+            found = self.fs.find(base, detail=True)
+        except FileNotFoundError:
+            return {}
+        return {p: int(info["size"]) for p, info in found.items() if p.endswith(suffix)}
+
+    def move(self, path: str, target: str) -> bool:
+        """Move the object at ``path`` to ``target`` unless something is there already (never
+        overwriting, never deleting anything else).
+
+        Returns:
+            True if moved; False if ``target`` is taken (``path`` stays).
+
+        Raises:
+            FileNotFoundError: Nothing is at ``path`` (someone moved it first).
+        """
+        self._ensure_parent(target)
+        if self.local:
+            try:
+                os.link(path, target)  # atomic, fails if the target exists: the object is never lost
+            except FileExistsError:
+                return False
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass  # another reader moved it at the same moment: both copies are kept
+            return True
+        if self.fs.exists(target):
+            return False
+        self.fs.copy(path, target)  # S3: a server-side copy, then the original goes
+        self.fs.rm_file(path)
+        return True
 
     def exists(self, path: str) -> bool:
         """True when an object is at ``path``."""

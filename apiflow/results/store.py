@@ -19,66 +19,41 @@ through fsspec and behave alike)::
                                                 (never block a resume; their spend counts toward the budget)
     ledger/<attempt>.json                       the budget ledger's last checkpoint of one driver attempt
     compacted/model=<m>.parquet                 per-model merge written by ``compact``
-    compacted/_batches.json                     the batch objects that merge holds (``done_ids`` skips them)
+    compacted/_batches.json                     the batch objects that merge holds (``done_ids`` skips them;
+                                                their archives stay committed whatever becomes of them)
+    quarantine/<path>                           objects a reader found damaged, moved aside (``quarantine``)
 
 The object primitives (create-only, atomic overwrite, concurrent reads, listings) are
 ``objects.ObjectFolder``'s; this module holds the layout and what a stored trial means.
 An existing row object means "already done": that is how resume and duplicate
 protection work, so every writer may race and exactly one row survives; readers keep
 the first row of each trial id (docs/design/042-result-store.md, "Batched rows").
+Every object a reader reads is checked first (``integrity``, ``archives.check_archive``): a
+damaged one is moved aside, named on stderr, and its trials do not count (042, "Damaged objects").
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import re
+import zipfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
-import pyarrow.ipc
-import pyarrow.parquet as pq
 
 from apiflow.errors import UsageError
 from apiflow.results import archives
+from apiflow.results.integrity import Damaged, check_transcript, trial_id_of
+from apiflow.results.layout import BATCHES, COVERED, MANIFEST, ROW_ENDINGS, ROW_SUFFIXES, model_token, stem
 from apiflow.results.objects import ObjectFolder
+from apiflow.results.quarantine import Quarantine
+from apiflow.results.reading import CompactSummary, StoredRows
 from apiflow.results.record import TrialRecord
-from apiflow.results.rowfiles import batch_digest, dedupe, ids_in, row_bytes, row_cost, rows_bytes
-from apiflow.results.rows import ROW_SCHEMA
+from apiflow.results.rowfiles import ARCHIVE_SIZE, BATCH_IDS, batch_digest, row_bytes, rows_bytes
 from apiflow.results.unpack import unpack_targets
 
-MANIFEST = "manifest.json"
-_ROW_ENDINGS = (".parquet", ".arrow")
-COVERED = "compacted/_batches.json"
-"""The batch objects the last ``compact`` folded into the per-model files (``_``: not a row file)."""
-BATCHES = "batches"
-"""``rows/batches/``: batch row objects (one model token never equals it: tokens are ``model=…``)."""
-
-
-def model_token(model_slug: str) -> str:
-    """A path-safe, collision-free directory token for a model slug (slugs hold ``/`` and ``:``)."""
-    readable = re.sub(r"[^A-Za-z0-9._-]", "_", model_slug)
-    return f"{readable}-{hashlib.sha256(model_slug.encode()).hexdigest()[:8]}"
-
-
-ROW_SUFFIXES = {"parquet": ".parquet", "arrow": ".arrow"}
-"""Per-trial row formats. Parquet is the default; Arrow IPC is far cheaper to write
-(docs/results/042-result-store-measurements.md). Compacted files are always Parquet; readers accept
-both."""
-
-
-@dataclass(frozen=True)
-class CompactSummary:
-    """What ``compact`` did: rows read, distinct trials written, per-model files."""
-
-    rows_read: int
-    trials: int
-    files: tuple[str, ...]
+__all__ = ["BATCHES", "COVERED", "MANIFEST", "ROW_SUFFIXES", "CompactSummary", "ResultStore", "model_token"]
 
 
 class ResultStore:
@@ -101,6 +76,9 @@ class ResultStore:
         self.storage_options = dict(storage_options or {})
         self.objects = ObjectFolder(url, self.storage_options)
         self.fs, self.root, self.local = self.objects.fs, self.objects.root, self.objects.local
+        self.quarantine = Quarantine(self.objects, url)
+        """The objects this store's readers found damaged and moved aside (``quarantine.found``)."""
+        self.stored = StoredRows(self.objects, self.quarantine, self._archive_whole)
 
     # ---- paths -------------------------------------------------------------
     def _path(self, *parts: str) -> str:
@@ -217,8 +195,11 @@ class ResultStore:
             return True
         # Transcripts first: a committed row always has its transcript. The archive is overwritten
         # (last writer wins, as a per-trial transcript is); the row object decides who committed.
-        self.overwrite(self.archive_path(trial_ids), archives.archive_bytes(transcripts))
-        return self.create_only(self.batch_path(trial_ids), rows_bytes(committed))
+        archive = archives.archive_bytes(transcripts)
+        self.overwrite(self.archive_path(trial_ids), archive)
+        # The batch's ids as sent (its name's digest) and its archive's size ride in the footer.
+        metadata = {BATCH_IDS: "\n".join(sorted(trial_ids)), ARCHIVE_SIZE: str(len(archive))}
+        return self.create_only(self.batch_path(trial_ids), rows_bytes(committed, metadata=metadata))
 
     def _put_failure(self, record: TrialRecord, row: dict[str, Any], body: bytes) -> None:
         # One object per attempt (the run id is the grid's, shared by every resume): a later
@@ -234,83 +215,53 @@ class ResultStore:
         self.overwrite(f"{base}{self.row_suffix}", row_bytes(row, self.row_format))
 
     def batch_ids(self, trial_ids: Sequence[str]) -> set[str]:
-        """The trial ids committed by the batch object of these trials (empty if it does not exist).
+        """The trial ids committed by the batch object of these trials (empty if it does not exist,
+        or is damaged: then it is moved aside and none of them is stored).
 
         The driver asks this about a batch whose actor died: its stored trials are done (the
         object is all-or-nothing), the others go back on the queue.
         """
-        try:
-            return set(ids_in(self.objects.cat(self.batch_path(trial_ids))))
-        except FileNotFoundError:
-            return set()
+        return self.stored.ids([self.batch_path(trial_ids)])
 
     def is_done(self, model_slug: str, trial_id: str) -> bool:
         """True when the trial's row is stored, in either format (a worker checks before spending)."""
         base = self.row_path(model_slug, trial_id)[: -len(self.row_suffix)]
         return any(self.objects.exists(base + suffix) for suffix in ROW_SUFFIXES.values())
 
+    # ---- what is stored (checked reads: ``reading``) ----------------------------
     def done_ids(self) -> set[str]:
-        """Trial ids with a stored row: per-trial rows by listing, batch objects by their ids column.
+        """Trial ids with a stored row that passes its checks: compacted files, per-trial rows, batch objects.
 
         Batch objects that ``compact`` folded in (named in ``compacted/_batches.json``) are not read
-        again: their ids come from the compacted files' id column. Batch objects are create-only and
-        compaction only ever adds rows, so the list stays true; a resume after ``grid compact`` reads
-        ~one object per model instead of one per batch (on S3, one GET each).
+        again, nor per-trial rows of trials the compacted files hold: their ids come from the
+        compacted files' id column (batch objects are create-only and compaction only ever adds
+        rows); a resume after ``grid compact`` reads ~one object per model. A batch object whose
+        transcript archive is not the size it recorded has that archive checked whole: a damaged
+        one un-commits the batch (``transcript_damaged``).
         """
-        singles, batches = self._row_objects()
-        covered = self._covered_batches()
-        ids = {_stem(p) for p in singles}
-        if covered:
-            compacted = self.objects.list("compacted", ".parquet")
-            fs = None if self.local else self.fs
-            table = ds.dataset(
-                sorted(compacted), schema=ROW_SCHEMA, format="parquet", filesystem=fs
-            ).to_table(columns=["trial_id"])
-            ids.update(table.column("trial_id").to_pylist())
-        for _, data in self.objects.cat_many([p for p in batches if p.rsplit("/", 1)[-1] not in covered]):
-            ids.update(ids_in(data))
-        return ids
-
-    def _covered_batches(self) -> set[str]:
-        try:
-            return set(json.loads(self.objects.cat(self._path(COVERED))))
-        except FileNotFoundError:
-            return set()
+        return self.stored.done_ids()
 
     def row_ids(self) -> list[str]:
-        """The trial id of every stored row, repeats kept (a test of "no duplicate" counts them)."""
-        singles, batches = self._row_objects()
-        ids = [_stem(p) for p in singles]
-        for _, data in self.objects.cat_many(batches):
-            ids.extend(ids_in(data))
-        return ids
-
-    def _row_objects(self) -> tuple[list[str], list[str]]:
-        """``(per-trial row objects, batch row objects)``, each sorted (the read order)."""
-        singles: list[str] = []
-        batches: list[str] = []
-        for path in sorted(self.objects.list("rows", _ROW_ENDINGS)):
-            (batches if path.rsplit("/", 2)[-2] == BATCHES else singles).append(path)
-        return singles, batches
+        """The trial id of every stored row that passes its checks, repeats kept (a test of "no
+        duplicate" counts them; every other reader keeps the first row of a trial id)."""
+        singles, batches = self.stored.row_objects()
+        checked = self.stored.checked([*singles, *batches], ["trial_id"])
+        return [str(v) for _, table, _ in checked for v in table.column(0).to_pylist()]
 
     def failed_ids(self) -> set[str]:
-        """Trial ids with a harness/provider outcome and no stored row."""
-        return {p.rsplit("/", 2)[-2] for p in self.objects.list("failures", _ROW_ENDINGS)} - self.done_ids()
+        """Trial ids with a harness/provider outcome (a failure row that passes its checks) and no stored row."""
+        failures = self.stored.checked(sorted(self.objects.list("failures", ROW_ENDINGS)), ["trial_id"])
+        return {path.rsplit("/", 2)[-2] for path, _, _ in failures} - self.done_ids()
 
     def recorded_spend(self) -> tuple[float, float, int]:
         """``(rows_usd, failures_usd, objects)``: the cost every stored row and failure row records.
 
         Reads only the row objects' bytes, fetched concurrently (s3fs batches ``cat`` of many
         paths), and only their ``cost_usd`` column: the budget ledger's rebuild on resume
-        (docs/design/044-chaos-suite.md) must stay cheap next to the grid it guards.
+        (docs/design/044-chaos-suite.md) must stay cheap next to the grid it guards. A damaged
+        object is moved aside and counts nothing; a compacted row whose row object is gone counts.
         """
-        totals = []
-        count = 0
-        for prefix in ("rows", "failures"):
-            paths = self.objects.list(prefix, _ROW_ENDINGS)
-            count += len(paths)
-            totals.append(sum(row_cost(path, data) for path, data in self.objects.cat_many(paths)))
-        return totals[0], totals[1], count
+        return self.stored.recorded_spend()
 
     def write_checkpoint(self, attempt: str, data: dict[str, Any]) -> None:
         """The budget ledger's checkpoint of one driver attempt (overwritten as the attempt runs)."""
@@ -326,24 +277,110 @@ class ResultStore:
                 continue  # a checkpoint half-written by a local writer that died: the others remain
         return found
 
+    # ---- transcripts -----------------------------------------------------------------
     def read_transcript(self, model_slug: str, trial_id: str) -> dict[str, Any]:
         """A stored trial's schema-1.0 JSON: its own file, else its member in a committed archive.
 
+        A damaged file or archive met on the way is set aside with its trials (``transcript_damaged``).
+
         Raises:
-            FileNotFoundError: No transcript of that trial is stored.
+            FileNotFoundError: No readable transcript of that trial is stored.
         """
+        path = self.transcript_path(model_slug, trial_id)
         try:
-            return json.loads(self.fs.cat_file(self.transcript_path(model_slug, trial_id)))
+            return self.checked_trial_file(path, self.objects.cat(path))
         except FileNotFoundError:
             pass
+        except Damaged as exc:
+            self.transcript_damaged(path, str(exc))
         member = archives.member_name(model_token(model_slug), trial_id)
-        for path in self.committed_archives():  # one GET each: a lookup, not a scan of a grid
+        for archive in self.committed_archives():  # one GET each: a lookup, not a scan of a grid
+            data = self._whole_archive(archive)
+            if data is None:
+                continue
             try:
-                ((_, body),) = archives.read_members(self.objects.cat(path), [member])
+                ((_, body),) = archives.read_members(data, [member])
             except KeyError:
                 continue
             return json.loads(body)
         raise FileNotFoundError(f"no transcript of trial {trial_id} ({model_slug}) under {self.url}")
+
+    def _whole_archive(self, path: str) -> bytes | None:
+        """The bytes of a transcript archive that passes ``archives.check_archive``; None if it is
+        gone or damaged (then set aside with its batch: ``transcript_damaged``)."""
+        try:
+            data = self.objects.cat(path)
+            archives.check_archive(data)
+        except FileNotFoundError:
+            return None
+        except Damaged as exc:
+            self.transcript_damaged(path, str(exc))
+            return None
+        return data
+
+    def _archive_whole(self, path: str) -> bool:
+        # Gone is not damaged: its rows still count (nothing deletes an archive).
+        return not self.objects.exists(path) or self._whole_archive(path) is not None
+
+    def checked_trial_file(self, path: str, data: bytes) -> dict[str, Any]:
+        """A stored trial JSON (``transcripts/model=<m>/<id>.json`` or a failed attempt's
+        ``failures/model=<m>/<id>/<attempt>.json``), checked: whole, and the trial its path names.
+
+        Raises:
+            Damaged: It is not (the caller sets it aside: ``transcript_damaged``).
+        """
+        trial = check_transcript(data)
+        parts = self.quarantine.relative(path).split("/")
+        expected = parts[-2] if parts[0] == "failures" else stem(path)
+        named = trial_id_of(trial)
+        if named is not None and named != expected:
+            raise Damaged(f"holds trial {named}, not the one its path names")
+        return trial
+
+    def transcript_damaged(self, path: str, reason: str) -> None:
+        """Set aside a damaged transcript (a trial's file or a batch's archive) and un-commit its trials.
+
+        A committed trial always has its transcript, so the row object that committed it (the
+        trial's row, the batch's object) goes aside too, and compacted rows of those trials are
+        withdrawn by compacting again without them (a trial stored in another good object keeps
+        that row): a resume runs exactly these trials again. A failed attempt's record is only set aside.
+        """
+        parts = self.quarantine.relative(path).split("/")
+        again = "its trials are not counted as stored and run again on resume"
+        if parts[:2] == ["transcripts", BATCHES]:
+            digest = stem(path)
+            row = self._path("rows", BATCHES, f"{digest}.parquet")
+            named = self._members_of(path)
+            self.quarantine.move(path, reason, again)  # first: reading its row object asks after it
+            ids = self.stored.ids([row]) or named
+            if self.objects.exists(row):
+                self.quarantine.move(row, f"the transcript archive of its batch is damaged ({reason})", again)
+            self._withdraw(ids, f"{digest}.parquet")
+        elif parts[0] == "transcripts" and len(parts) == 3:
+            self.quarantine.move(path, reason, again)
+            base = self._path("rows", parts[1], stem(path))
+            for row in (base + suffix for suffix in ROW_SUFFIXES.values()):
+                if self.objects.exists(row):
+                    self.quarantine.move(row, f"its transcript is damaged ({reason})", again)
+            self._withdraw({stem(path)}, None)
+        else:
+            self.quarantine.move(path, reason, "a failed attempt's record; the trial's retry is unaffected")
+
+    def _members_of(self, archive: str) -> set[str]:
+        """The trial ids a damaged archive's directory still names (none if it has none left)."""
+        try:
+            return {archives.trial_id_of(m) for m in archives.member_names(self.objects.cat(archive))}
+        except (FileNotFoundError, zipfile.BadZipFile, OSError, ValueError):
+            return set()
+
+    def _withdraw(self, ids: set[str], batch: str | None) -> None:
+        """Compact again without ``ids``' compacted rows and without ``batch`` among the covered ones,
+        when a compacted file holds any of them (nothing to do before the first compaction)."""
+        if not self.objects.list("compacted", ".parquet"):
+            return
+        held = set(self.stored.compacted(["trial_id"])[0].column("trial_id").to_pylist())
+        if ids & held or (batch is not None and batch in self.stored.covered()):
+            self.stored.compact(exclude=ids, uncover=batch)
 
     def unpack_archives(self) -> tuple[int, int]:
         """Write each committed archive's members as the per-trial files of the same names
@@ -351,7 +388,8 @@ class ResultStore:
 
         A trial in two committed archives is written from the first in path order, the one the
         readers show; the archives stay (they remain what the readers read). Every member of an
-        archive is checked to land inside ``transcripts/`` before any is written (``unpack``).
+        archive is checked to land inside ``transcripts/`` before any is written (``unpack``); a
+        damaged archive is set aside with its batch (``transcript_damaged``) and writes nothing.
 
         Returns:
             ``(files written, members skipped as a later copy of a trial already written)``.
@@ -363,7 +401,10 @@ class ResultStore:
         skipped = 0
         base = self._path("transcripts")
         for path in self.committed_archives():
-            for target, body in unpack_targets(self.objects, base, self.objects.cat(path), path):
+            data = self._whole_archive(path)
+            if data is None:
+                continue
+            for target, body in unpack_targets(self.objects, base, data, path):
                 if target in written:
                     skipped += 1
                     continue
@@ -372,72 +413,27 @@ class ResultStore:
         return len(written), skipped
 
     def committed_archives(self) -> list[str]:
-        """The transcript archives whose batch row object exists, in path order (``archives.committed``)."""
-        _, batches = self._row_objects()
-        return archives.committed(self.objects.list(f"transcripts/{BATCHES}", archives.SUFFIX), batches)
+        """The transcript archives whose batch is committed, in path order (``archives.committed``):
+        its row object exists, or a compaction folded it in (its rows live on in the compacted files)."""
+        _, batches = self.stored.row_objects()
+        listed = self.objects.list(f"transcripts/{BATCHES}", archives.SUFFIX)
+        return archives.committed(listed, [*batches, *self.stored.covered()])
 
     # ---- reading and compaction ---------------------------------------------
-    def _read_files(self, paths: Iterable[str]) -> pa.Table:
-        paths = sorted(paths)
-        if not paths:
-            return ROW_SCHEMA.empty_table()
-        fs = None if self.local else self.fs
-        tables = [
-            ds.dataset(group, schema=ROW_SCHEMA, format=kind, filesystem=fs).to_table()
-            for kind, suffix in (("parquet", ".parquet"), ("ipc", ".arrow"))
-            if (group := [p for p in paths if p.endswith(suffix)])
-        ]
-        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-
     def read_rows(self, *, failures: bool = False) -> pa.Table:
-        """All stored rows, one per trial id (compacted files plus rows written since).
+        """All stored rows that pass their checks, one per trial id (compacted files plus rows written since).
 
         Args:
             failures: Read the harness/provider outcomes instead (all attempts kept).
         """
-        if failures:
-            return self._read_files(self.objects.list("failures", _ROW_ENDINGS))
-        compacted = self._read_files(self.objects.list("compacted", ".parquet"))
-        seen = set(compacted.column("trial_id").to_pylist())
-        singles, batches = self._row_objects()
-        fresh = self._read_files([p for p in singles if _stem(p) not in seen])
-        batched = self._read_files(batches)
-        if seen and batched.num_rows:
-            batched = batched.filter(pc.invert(pc.is_in(batched.column("trial_id"), pa.array(list(seen)))))
-        return dedupe(pa.concat_tables([compacted, fresh, batched]))
+        return self.stored.read_rows(failures)
 
     def compact(self) -> CompactSummary:
         """Merge stored rows into one Parquet file per model (idempotent; rows stay as resume markers).
 
-        Per-trial rows come before batch rows, each in path order: the same first row of a trial
-        id that ``read_rows`` keeps.
+        The compacted files' own rows come first, then per-trial rows, then batch rows, each in
+        path order: the same first row of a trial id that ``read_rows`` keeps. A row the compacted
+        files hold stays there though its row object be set aside since, and so does its batch in
+        ``compacted/_batches.json`` (its transcripts stay reachable: ``committed_archives``).
         """
-        singles, batches = self._row_objects()
-        paths_by_model: dict[str, list[str]] = {}
-        for path in singles:
-            paths_by_model.setdefault(path.rsplit("/", 2)[-2], []).append(path)
-        by_model = {token: [self._read_files(paths)] for token, paths in paths_by_model.items()}
-        batched = self._read_files(batches)
-        for model in sorted(set(batched.column("model").to_pylist())):
-            token = f"model={model_token(model)}"
-            by_model.setdefault(token, []).append(batched.filter(pc.equal(batched.column("model"), model)))
-        files, rows_read, trials = [], 0, 0
-        for token, parts in sorted(by_model.items()):
-            table = pa.concat_tables(parts)
-            rows_read += table.num_rows
-            table = dedupe(table).sort_by([("task_id", "ascending"), ("epoch", "ascending")])
-            trials += table.num_rows
-            target = self._path("compacted", f"{token}.parquet")
-            sink = io.BytesIO()
-            pq.write_table(table, sink)
-            self.overwrite(target, sink.getvalue())
-            files.append(target)
-        # Last, after every per-model file: the batch objects those files now hold (done_ids skips them).
-        self.overwrite(
-            self._path(COVERED), json.dumps(sorted(p.rsplit("/", 1)[-1] for p in batches)).encode()
-        )
-        return CompactSummary(rows_read=rows_read, trials=trials, files=tuple(files))
-
-
-def _stem(path: str) -> str:
-    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        return self.stored.compact()

@@ -161,20 +161,34 @@ def test_unpack_writes_committed_archives_as_one_file_a_trial(store, make_record
     assert main(["transcripts", "unpack", str(store.url) + "-none", *options]) == 2
 
 
-def test_a_damaged_archive_is_a_clear_error_not_a_traceback(tmp_path, make_record):
+def test_a_damaged_archive_is_set_aside_not_a_traceback(tmp_path, make_record, capsys):
+    """The viewer/export source meets an archive damaged after listing (a member's CRC no longer
+    matches) or while listing (not a ZIP): named on stderr, moved under quarantine/ with its batch
+    object, its trials left out and no longer stored (042, "Damaged objects"); the others are read."""
     from apiflow.errors import UsageError
 
     store = ResultStore(str(tmp_path / "out"))
     store.write_manifest({"grid_id": "g"})
     batch = [make_record(trial_id=f"{i:032x}", epoch=i + 1) for i in range(2)]
+    other = [make_record(trial_id=f"{i:032x}", epoch=i + 1) for i in (2, 3)]
     _put_batch(store, batch)
+    _put_batch(store, other)
     path = store.archive_path([r.apiflow.trial_id for r in batch])
     source = open_source(store.url)
     data = bytearray(store.objects.cat(path))
     data[400] ^= 0xFF  # a flipped byte inside the first member's body: its CRC no longer matches
     (tmp_path / "out" / path.split("/out/", 1)[1]).write_bytes(bytes(data))
-    with pytest.raises(UsageError, match="damaged transcript archive"):
-        list(source.read_chunks(10))
-    (tmp_path / "out" / path.split("/out/", 1)[1]).write_bytes(b"not a zip")
-    with pytest.raises(UsageError, match="damaged transcript archive"):
-        open_source(store.url)
+    read = [p.rsplit("/", 1)[-1] for chunk in source.read_chunks(10) for p, _ in chunk]
+    assert read == [f"{i:032x}.json" for i in (2, 3)]
+    err = capsys.readouterr().err
+    assert path.split("/out/", 1)[1] in err and "is damaged (Bad CRC-32" in err
+    assert not store.objects.exists(path) and store.objects.exists(
+        store.objects.path("quarantine", path.split("/out/", 1)[1])
+    )
+    assert store.done_ids() == {r.apiflow.trial_id for r in other}
+    (
+        tmp_path / "out" / store.archive_path([r.apiflow.trial_id for r in other]).split("/out/", 1)[1]
+    ).write_bytes(b"not a zip")
+    with pytest.raises(UsageError, match="no trial JSON"):
+        open_source(store.url)  # both archives set aside: nothing left to show
+    assert store.done_ids() == set()
