@@ -12,8 +12,9 @@ from __future__ import annotations
 import errno
 import os
 import re
+import sys
 from argparse import Namespace
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 
@@ -34,6 +35,23 @@ _OPTIONS = "--storage-options (a grid YAML's storage_options)"
 _CREDENTIALS_FIX = (
     f"set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), or key and secret in {_OPTIONS}"
 )
+
+
+def one_line_errors(run: Callable[[], int], argv: Sequence[str], parsed: Callable[[], Namespace | None]) -> int:
+    """``run()``, with a ``UsageError`` or an OS/storage error about the user's paths (``plain_message``)
+    printed as one ``apiflow: error:`` line and exit 2; any other exception keeps its traceback.
+    ``parsed`` gives ``argv`` as parsed once it is (the CLI parses inside ``run``)."""
+    try:
+        return run()
+    except UsageError as exc:
+        print(f"apiflow: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        message = plain_message(exc, argv, parsed())
+        if message is None:
+            raise
+        print(f"apiflow: error: {message}", file=sys.stderr)
+        return 2
 
 
 def plain_message(

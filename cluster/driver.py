@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from apiflow.cli.grid import add_run_flags
-from apiflow.errors import UsageError, plain_message
+from apiflow.errors import UsageError, one_line_errors
 from apiflow.models.retry import QUOTA_KIND
 from apiflow.results.lease import TTL_S, Lease, LeaseLost, check_free, holder_name, take_lease
 from apiflow.results.prices import load_price_table
@@ -37,6 +37,7 @@ from cluster.progress import GridProgress, Tally
 from cluster.report import GridSummary, estimate_cost, print_estimate
 from cluster.session import Ray
 from cluster.spec import GridSpec, load_grid
+from cluster.verify import verify_store
 from cluster.worker import TrialOutcome, load_checked_bank, price_for
 from cluster.workqueue import WorkQueue
 
@@ -220,6 +221,8 @@ def run_grid(
     if summary.interrupted:  # actors may have stored batches the driver never heard of: ask the store
         planned = {p.trial_id for p in plan}
         summary.stored_at_stop = len(planned & store.done_ids())
+    elif summary.complete:  # before saying "stored": read back what the store holds for the plan
+        summary.verdict = verify_store(store, {p.trial_id for p in plan}, transcripts=False)
     summary.wall_s = time.monotonic() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     summary.driver_peak_rss_mb = usage.ru_maxrss / 1024
@@ -407,17 +410,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``python -m cluster.driver`` entry point."""
     args = build_arg_parser().parse_args(argv)
-    try:
-        return run_from_args(args)
-    except UsageError as exc:
-        print(f"apiflow: error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:
-        message = plain_message(exc, sys.argv[1:] if argv is None else argv, args)
-        if message is None:
-            raise
-        print(f"apiflow: error: {message}", file=sys.stderr)
-        return 2
+    return one_line_errors(lambda: run_from_args(args), sys.argv[1:] if argv is None else argv, lambda: args)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ class GridSummary:
     """Another driver took the results folder while this one ran (its lease lapsed)."""
     resume: str = ""
     """The command that resumes this grid."""
+    verdict: Any = None
+    """The store read back at the end (``cluster.verify.Verdict``), when the run thought it complete."""
 
     def model(self, index: int) -> dict[str, Any]:
         """Per-model counters (created on first use)."""
@@ -57,8 +59,10 @@ class GridSummary:
 
     @property
     def complete(self) -> bool:
-        """Every planned trial is stored (duplicates: stored by an attempt whose actor then died)."""
-        return self.already_done + self.tally.stored + self.tally.duplicates == self.planned
+        """Every planned trial is stored (duplicates: stored by an attempt whose actor then died), and
+        the store, read back at the end, holds every one of them."""
+        counted = self.already_done + self.tally.stored + self.tally.duplicates == self.planned
+        return counted and (self.verdict is None or self.verdict.missing == 0)
 
     def lines(self, dry_run: bool = False, verbose: bool = False) -> list[str]:
         """The summary as printed at the end of a run: the grid first (what is stored, what passed, the
@@ -69,6 +73,8 @@ class GridSummary:
                 f"dry run: {self.planned - self.already_done} of {self.planned} trials would run; nothing started"
             ]
         stored_total = self.already_done + t.stored + t.duplicates
+        if self.verdict is not None:  # what the store holds, read back, not what the run counted
+            stored_total = self.verdict.stored
         out = [
             f"grid {self.spec.name}: {stored_total}/{self.planned} trials stored "
             f"({self.already_done} before this run, {t.stored} now) in {self.wall_s:.1f}s -> {self.spec.out}",
@@ -109,6 +115,12 @@ class GridSummary:
             out.append(
                 f"  budget: ${r.total_usd:.4f} already on record (rows ${r.rows_usd:.4f}, failures "
                 f"${r.failures_usd:.4f}, unstored at the last driver's checkpoint ${r.unstored_usd:.4f})"
+            )
+        if self.verdict is not None and self.verdict.missing:
+            out.append(
+                f"SHORTFALL: the store holds {self.verdict.stored} of {self.planned} planned trials read back "
+                f"now; {self.verdict.missing} acknowledged writes are gone (or set aside as damaged). "
+                "Rerun to fill them; apiflow grid verify names the rest."
             )
         if self.interrupted:
             out.append(

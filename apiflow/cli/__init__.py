@@ -11,9 +11,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 from apiflow.cli import bank, grid, panel, regrade, report, run, task, transcripts, view, world
-from apiflow.errors import UsageError, plain_message
+from apiflow.errors import UsageError, one_line_errors
 from apiflow.version import __version__
 
 # The verbs, in the order ``apiflow --help`` lists them: each module adds its verb with
@@ -57,24 +58,19 @@ def entry() -> int:
 def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int:
     """Run one verb. ``own_process``: the process is this command's alone (the console script), so a
     verb may tune its garbage collector; a caller that embeds the CLI (tests, notebooks) keeps its own."""
-    args = None
-    try:
+    state: dict[str, Any] = {}
+
+    def run() -> int:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = state["args"] = parser.parse_args(argv)
         args.own_process = own_process
         if not getattr(args, "func", None):
             parser.print_help()
             return 2
         return int(args.func(args) or 0)
-    except UsageError as exc:
-        print(f"apiflow: error: {exc}", file=sys.stderr)
-        return 2
+
+    try:
+        return one_line_errors(run, sys.argv[1:] if argv is None else argv, lambda: state.get("args"))
     except KeyboardInterrupt:
         print("apiflow: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:
-        message = plain_message(exc, sys.argv[1:] if argv is None else argv, args)
-        if message is None:
-            raise
-        print(f"apiflow: error: {message}", file=sys.stderr)
-        return 2

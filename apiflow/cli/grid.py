@@ -1,4 +1,4 @@
-"""``apiflow grid run|status|compact``: the grid runner's verbs.
+"""``apiflow grid run|status|verify|compact``: the grid runner's verbs.
 
 ``apiflow`` never imports ``cluster`` or ``ray`` at module level (a test walks the imports):
 ``run`` and ``status`` load ``cluster`` by name with ``importlib`` only when invoked, so every
@@ -37,6 +37,13 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verify(args: argparse.Namespace) -> int:
+    lines, whole = _cluster("verify").grid_verify(args.out, storage_options(args.storage_options))
+    for line in lines:
+        print(line)
+    return 0 if whole else 3
+
+
 def _compact(args: argparse.Namespace) -> int:
     from apiflow.results.store import ResultStore
 
@@ -52,11 +59,11 @@ def _compact(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``grid run``, ``grid status`` and ``grid compact``."""
+    """Add ``grid run``, ``grid status``, ``grid verify`` and ``grid compact``."""
     grid = subparsers.add_parser(
         "grid", help="run, resume and inspect grids of trials (models x tasks x epochs)"
     )
-    verbs = grid.add_subparsers(dest="grid_verb", metavar="{run,status,compact}", parser_class=type(grid))
+    verbs = grid.add_subparsers(dest="grid_verb", metavar="{run,status,verify,compact}", parser_class=type(grid))
     run = verbs.add_parser("run", help="run or resume a grid (local Ray by default, or --address)")
     add_run_flags(run)
     run.set_defaults(func=_run)
@@ -64,6 +71,12 @@ def register(subparsers: Any) -> None:
     status.add_argument("out", help="the grid's output URL (folder or s3://...)")
     status.add_argument("--storage-options", help="fsspec options as JSON (e.g. an S3 endpoint)")
     status.set_defaults(func=_status)
+    verify = verbs.add_parser(
+        "verify", help="hold the store against the plan: rows, transcripts, duplicates, checksums"
+    )
+    verify.add_argument("out", help="the grid's output URL (folder or s3://...)")
+    verify.add_argument("--storage-options", help="fsspec options as JSON (e.g. an S3 endpoint)")
+    verify.set_defaults(func=_verify)
     compact = verbs.add_parser("compact", help="merge per-trial rows into one Parquet file per model")
     compact.add_argument("out", help="the grid's output URL (folder or s3://...)")
     compact.add_argument("--storage-options", help="fsspec options as JSON (e.g. an S3 endpoint)")

@@ -310,3 +310,26 @@ def test_an_account_out_of_quota_parks_its_provider_and_burns_no_retries(ray_ses
     assert failures and all(f["retries"] == 0 and "QuotaExhausted" in f["harness_error"] for f in failures)
     assert Spent.calls == len(failures)  # one call a trial: nothing burned on retries
     assert any(line.startswith("PARKED openai") for line in summary.lines())
+
+
+def test_grid_verify_holds_the_store_against_the_plan(ray_session, tmp_path, capsys):
+    """Acknowledged writes lost afterwards (a lifecycle rule, a hand rm): verify names what is gone."""
+    from apiflow.cli import main
+
+    spec = grid(str(tmp_path / "out"), tasks={"count": 20}, epochs=1)
+    summary = run_grid(spec, progress=False)
+    assert summary.complete and summary.verdict is not None and summary.verdict.stored == summary.planned
+    assert main(["grid", "verify", spec.out]) == 0
+    assert "whole" in capsys.readouterr().out
+    batches = sorted((tmp_path / "out" / "rows" / "batches").glob("*"))
+    archives = sorted((tmp_path / "out" / "transcripts" / "batches").glob("*.zip"))
+    assert len(batches) >= 2 and archives
+    lost = ResultStore(spec.out).done_ids()
+    batches[0].unlink()  # rows of one batch gone
+    kept = ResultStore(spec.out).done_ids()
+    archive_of_kept = next(a for a in archives if a.stem != batches[0].stem)
+    archive_of_kept.unlink()  # and another batch's transcripts
+    assert main(["grid", "verify", spec.out]) == 3
+    out = capsys.readouterr().out
+    assert "NOT WHOLE" in out and f"{len(lost - kept)} missing: rerun the grid to fill them" in out
+    assert "stored trials have none" in out

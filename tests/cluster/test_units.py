@@ -204,3 +204,16 @@ def test_the_live_line_speaks_of_the_grids_money_and_time():
     assert tally.eta_s(now=60.0) == pytest.approx(1.0 * 60.0 / 7.0)
     line = tally.describe()
     assert "$9.0000 on record of $10.00" in line and "ETA" in line
+
+
+def test_a_run_that_counted_everything_but_reads_back_less_is_not_complete():
+    from cluster.report import GridSummary
+    from cluster.verify import Verdict
+
+    summary = GridSummary(spec=spec_of(), planned=10, already_done=10)
+    assert summary.complete
+    summary.verdict = Verdict(planned=10, stored=7, missing=3)
+    assert not summary.complete
+    lines = summary.lines()
+    assert lines[0].startswith("grid grid: 7/10 trials stored")
+    assert any(line.startswith("SHORTFALL: the store holds 7 of 10") for line in lines)

@@ -8,6 +8,7 @@ import pytest
 from s3kit import fresh_bucket
 
 from apiflow.results.record import ApiflowBlock, Provenance, Termination, Tokens, TokensDetail, TrialRecord
+from apiflow.results.store import ResultStore
 
 
 def build_record(
@@ -88,3 +89,14 @@ def make_record():
 def s3_url(moto_endpoint):
     """A fresh bucket on the moto server: ``(url, storage_options)``."""
     return "s3://results/grid-a", fresh_bucket(moto_endpoint, "results")
+
+
+@pytest.fixture(params=["local", "local-arrow", pytest.param("s3", marks=pytest.mark.s3)])
+def store(request, tmp_path):
+    """A result store on a local folder (Parquet or Arrow rows) and on moto S3."""
+    if request.param.startswith("local"):
+        return ResultStore(
+            str(tmp_path / "out"), row_format="arrow" if "arrow" in request.param else "parquet"
+        )
+    url, options = request.getfixturevalue("s3_url")
+    return ResultStore(url, storage_options=options)

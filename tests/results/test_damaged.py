@@ -28,16 +28,6 @@ def records():
     return kit.oracle_records()
 
 
-@pytest.fixture(params=["local", "local-arrow", pytest.param("s3", marks=pytest.mark.s3)])
-def store(request, tmp_path):
-    if request.param.startswith("local"):
-        return ResultStore(
-            str(tmp_path / "out"), row_format="arrow" if "arrow" in request.param else "parquet"
-        )
-    url, options = request.getfixturevalue("s3_url")
-    return ResultStore(url, storage_options=options)
-
-
 def _rows_once(table) -> list[str]:
     ids = table.column("trial_id").to_pylist()
     assert len(ids) == len(set(ids)), "a trial returned twice"

@@ -8,16 +8,6 @@ from apiflow.results.rows import ROW_SCHEMA, record_to_row
 from apiflow.results.store import ResultStore, model_token
 
 
-@pytest.fixture(params=["local", "local-arrow", pytest.param("s3", marks=pytest.mark.s3)])
-def store(request, tmp_path):
-    if request.param.startswith("local"):
-        return ResultStore(
-            str(tmp_path / "out"), row_format="arrow" if "arrow" in request.param else "parquet"
-        )
-    url, options = request.getfixturevalue("s3_url")
-    return ResultStore(url, storage_options=options)
-
-
 def test_rows_in_both_formats_read_as_one_table(tmp_path, make_record):
     parquet = ResultStore(str(tmp_path / "o"))
     arrow = ResultStore(str(tmp_path / "o"), row_format="arrow")

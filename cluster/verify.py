@@ -1,0 +1,93 @@
+"""``grid verify RESULTS``: is what the store holds the grid it claims, row by row and transcript by transcript?
+
+A grid's promise is that an object in the store *is* the record of a finished trial. Writes that were
+acknowledged can still be lost later (a lifecycle rule, a replication gap, a hand ``rm``), objects can
+be damaged, and two writers can store one trial twice. So the check reads the store as every reader
+does (each object's checksum checked, a damaged one set aside: ``apiflow.results.reading``) and holds
+it against the plan rebuilt from the manifest: planned trials without a row, rows of no planned
+trial, stored trials without a transcript, trial ids in more than one row object. One line a kind.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiflow.errors import UsageError
+from apiflow.results.source import open_source
+from apiflow.results.store import ResultStore
+from cluster.plan import plan_grid
+from cluster.spec import GridSpec
+from cluster.worker import load_checked_bank
+
+
+@dataclass
+class Verdict:
+    """What ``verify_store`` found."""
+
+    planned: int
+    stored: int
+    missing: int
+    stray: int = 0
+    untranscribed: int = 0
+    duplicated: int = 0
+    damaged: list[str] = field(default_factory=list)
+
+    @property
+    def whole(self) -> bool:
+        """Every planned trial stored, with its transcript, and nothing damaged."""
+        return not (self.missing or self.untranscribed or self.damaged)
+
+    def lines(self) -> list[str]:
+        out = [
+            f"  rows: {self.stored} of {self.planned} planned trials stored"
+            + (f"; {self.missing} missing: rerun the grid to fill them" if self.missing else "")
+            + (f"; {self.stray} rows of trials the plan does not hold" if self.stray else ""),
+            "  transcripts: "
+            + (f"{self.untranscribed} stored trials have none" if self.untranscribed else "every stored trial has one"),
+            "  duplicates: "
+            + (f"{self.duplicated} trial ids in more than one row object (readers keep the first)"
+               if self.duplicated else "none"),  # fmt: skip
+            "  checksums: "
+            + (f"{len(self.damaged)} damaged objects set aside under quarantine/: " + ", ".join(self.damaged[:5])
+               + (" ..." if len(self.damaged) > 5 else "") if self.damaged else "every object read passed"),  # fmt: skip
+        ]
+        return out
+
+
+def verify_store(store: ResultStore, planned_ids: set[str], transcripts: bool = True) -> Verdict:
+    """Hold ``store`` against the planned trial ids (``transcripts``: also look for each one's transcript)."""
+    done = store.done_ids()
+    counts = collections.Counter(store.row_ids())
+    verdict = Verdict(
+        planned=len(planned_ids),
+        stored=len(done & planned_ids),
+        missing=len(planned_ids - done),
+        stray=len(done - planned_ids),
+        duplicated=sum(1 for n in counts.values() if n > 1),
+    )
+    if transcripts and done:
+        try:
+            shown = {path.rsplit("/", 1)[-1].removesuffix(".json") for path in open_source(store.url, store.storage_options).paths}
+        except UsageError:  # no transcript at all
+            shown = set()
+        verdict.untranscribed = len(done - shown)
+    verdict.damaged = [q.path for q in store.quarantine.found]
+    return verdict
+
+
+def grid_verify(out: str, storage_options: dict[str, Any] | None = None) -> tuple[list[str], bool]:
+    """The verify verb: lines to print and whether the store is whole."""
+    store = ResultStore(out, storage_options)
+    manifest = store.read_manifest()
+    if manifest is None:
+        raise UsageError(f"{out} holds no grid (no manifest.json)")
+    spec = GridSpec.model_validate(manifest["grid"])
+    try:
+        planned = {p.trial_id for p in plan_grid(spec, load_checked_bank(spec))}
+    except UsageError as exc:
+        raise UsageError(f"cannot rebuild the plan of {out} here: {exc}") from None
+    verdict = verify_store(store, planned)
+    head = f"grid {spec.name} at {out}: " + ("whole" if verdict.whole else "NOT WHOLE")
+    return [head, *verdict.lines()], verdict.whole
