@@ -7,6 +7,7 @@ from typing import Any
 
 from apiflow.analysis.outcomes import kind_of
 from apiflow.errors import UsageError
+from apiflow.results.quarantine import PREFIX as QUARANTINE
 from apiflow.results.store import ResultStore
 from cluster.budget import spend_on_record
 from cluster.plan import plan_grid
@@ -64,6 +65,9 @@ def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list
         f"failed (harness/provider, will retry) {len(failed)}"
     )
     lines.append(_spend_line(store, spec))
+    aside = store.objects.list(QUARANTINE, "")
+    if aside:
+        lines.append(f"  set aside as damaged under {QUARANTINE}/: {len(aside)} objects (their trials re-run on resume)")
     causes = _failure_causes(store, done)
     if causes:
         lines.append("  unscored attempts by cause: " + ", ".join(f"{k} {n}" for k, n in causes.most_common()))

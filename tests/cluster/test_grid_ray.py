@@ -333,3 +333,8 @@ def test_grid_verify_holds_the_store_against_the_plan(ray_session, tmp_path, cap
     out = capsys.readouterr().out
     assert "NOT WHOLE" in out and f"{len(lost - kept)} missing: rerun the grid to fill them" in out
     assert "stored trials have none" in out
+    from cluster.status import grid_status
+
+    batches[1].write_bytes(b"not a row object")  # damaged in place: the status read sets it aside
+    status = "\n".join(grid_status(spec.out))
+    assert "set aside as damaged under quarantine/: 1 objects" in status
