@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 from apiflow.agent.intake import TRANSCRIPT_CHARS, TURN_TOOL_CALLS, CheckedTurn, InputLog, TurnIntake
 from apiflow.models.base import (
+    AgentFault,
     ContextWindowExceeded,
     GenerateConfig,
     ModelClient,
@@ -92,6 +93,8 @@ class LoopOutcome:
     provider_cost_usd: float | None = None
     retries: list[dict[str, Any]] = field(default_factory=list)
     served: list[list[str]] = field(default_factory=list)
+    agent_error: str | None = None
+    """Why the agent's own code ended the trial (``AgentFault``): scored, unlike ``harness_error``."""
     """Per provider call, what the provider said served it: [model, fingerprint, request id]."""
     harness_error: str | None = None
     input: InputLog = field(default_factory=InputLog)
@@ -125,6 +128,21 @@ def tool_message(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     if result.error is not None:
         message["error"] = result.error
     return message
+
+
+def is_agent_code(model: object) -> bool:
+    """Whether the model client is code that stands for the agent (a plug-in's model: ``agent_code``),
+    looking through wrappers' ``inner``; the harness's own clients (litellm, offline) are not."""
+    for _ in range(_WRAPPERS):
+        try:
+            if getattr(model, "agent_code", False) is True:
+                return True
+            model = getattr(model, "inner", None)
+        except Exception:  # noqa: BLE001 - a broken attribute: not known to be the agent's
+            return False
+        if model is None:
+            return False
+    return False
 
 
 def model_secrets(model: object) -> frozenset[str]:
@@ -247,7 +265,12 @@ class _Loop:
                     self._stop_limit("messages")
                     break
                 raw = await self.model.generate(messages, self.schemas, self.config)
-                turn = self.intake.check(raw, TRANSCRIPT_CHARS - self.transcript_chars)
+                try:
+                    turn = self.intake.check(raw, TRANSCRIPT_CHARS - self.transcript_chars)
+                except Exception as exc:  # an object the model handed back broke on reading
+                    if not is_agent_code(self.model):
+                        raise  # the harness's own client: a harness fault
+                    raise AgentFault(f"the model's turn could not be read: {type(exc).__name__}: {exc}") from None
                 output = turn.output
                 # What the call spent (written out here: this and the checks run once per model call).
                 out.model_calls += 1
@@ -319,6 +342,9 @@ async def run_loop(
         else:  # raised by the client itself, not our budget: a harness fault
             loop.out.termination = Termination.HARNESS_ERROR
             loop.out.harness_error = harness_error_text(exc, model_secrets(model))
+    except AgentFault as exc:  # the agent's own code failed: its outcome, graded and counted
+        loop.out.termination = Termination.NO_ANSWER
+        loop.out.agent_error = harness_error_text(exc, model_secrets(model))
     except ContextWindowExceeded as exc:  # the model's own limit: scored, like running out of messages
         loop.out.termination, loop.out.limit = Termination.LIMIT, "context_window"
         loop.out.retries.extend(exc.retries)

@@ -290,6 +290,7 @@ def _apiflow_block(
         provider_cost_usd=outcome.provider_cost_usd,
         retries=outcome.retries,
         served=outcome.served,
+        agent_error=outcome.agent_error,
         harness_error=outcome.harness_error,
         grader=GRADING_RULES if graded is not None else None,
         agent_version=version,

@@ -51,7 +51,7 @@ from typing import Any, Literal
 from apiflow.agent.prompts import initial_messages
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
-from apiflow.models.base import GenerateConfig, ModelOutput, ProviderError
+from apiflow.models.base import AgentFault, GenerateConfig, ModelOutput, ProviderError
 from apiflow.redact import is_secret_name, secrets_in
 
 Transport = Literal["http", "stdio"]
@@ -221,13 +221,13 @@ class ExternalAgent:
             async with asyncio.timeout(self.config.connect_timeout_s):
                 while not self.bridge.contacted.is_set():
                     if self._process is not None and self._process.returncode is not None:
-                        raise ProviderError(
+                        raise AgentFault(
                             f"{self.model_api} exited (code {self._process.returncode}) before it connected"
                         )
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.bridge.contacted.wait(), 0.2)
         except TimeoutError:
-            raise ProviderError(
+            raise AgentFault(
                 f"{self.model_api} made no MCP request within {self.config.connect_timeout_s:g} s"
             ) from None
 

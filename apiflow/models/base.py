@@ -96,6 +96,14 @@ class ProviderError(Exception):
         self.retries = retries
 
 
+class AgentFault(Exception):
+    """Code that stands for the agent failed: a plug-in's ``generate`` raised or broke the contract, an
+    external agent left before it played or never spoke. The agent's outcome, not the harness's: the
+    trial ends there, is graded and counted (``no_answer``), and its record names the cause
+    (``apiflow.agent_error``). ``ProviderError`` is kept for faults the harness saw on a provider's
+    wire through its own adapter (docs/design/045-secrets-and-unscored.md)."""
+
+
 class ContextWindowExceeded(Exception):
     """The conversation no longer fits the model's context window (the provider said so).
 

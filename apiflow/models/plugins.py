@@ -19,13 +19,15 @@ is ignored, so installing a package can never redirect ``openai/...`` trials to 
 (docs/design/080-plugins.md).
 
 Faults: a plug-in that cannot be loaded, or refuses a name, is a ``UsageError`` naming its
-distribution when the name is checked; inside a trial (a factory that raises, a model that
-breaks the contract or raises in ``generate``) it is a ``harness_error`` on the trial, logged as
+distribution when the name is checked. Inside a trial, a model that raises in ``generate`` or breaks
+the contract is the agent's outcome (``AgentFault``: scored, the cause in ``apiflow.agent_error``);
+a factory that raises, or a worker without the plug-in, is a ``harness_error``. Either is logged as
 one line, never a traceback.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib.metadata
 import logging
@@ -36,7 +38,7 @@ from typing import Any
 
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
-from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput, ProviderError
+from apiflow.models.base import AgentFault, ContextWindowExceeded, GenerateConfig, ModelClient, ModelOutput
 from apiflow.redact import record_secrets, redact, secrets_in
 from apiflow.results.prices import Prices
 
@@ -242,8 +244,11 @@ def _one_line(exc: BaseException, secrets: frozenset[str]) -> str:
 
 
 class PluginModel:
-    """A plug-in's model, with its faults named: any exception from ``generate`` other than a
-    ``ProviderError`` becomes a ``PluginError`` naming the plug-in (a harness error on the trial).
+    """A plug-in's model, with its faults named: whatever its ``generate`` raises (its own provider's
+    ``ProviderError`` included: the harness did not see that wire), or a return that is not a
+    ``ModelOutput``, becomes an ``AgentFault`` naming the plug-in: the agent's outcome, scored. A
+    plug-in cannot hide the tasks it fails by failing loudly (``ContextWindowExceeded`` is its limit,
+    scored as one; Ctrl-C stays the user's).
 
     ``secrets`` are the credential values of its params (``apiflow.redact.secrets_in``): every error
     text the trial records is redacted with them and the environment's."""
@@ -255,20 +260,21 @@ class PluginModel:
         self.origin = origin
         self.model_api = inner.model_api or name
         self.secrets = secrets
+        self.agent_code = True  # what it returns is the agent's: a turn that breaks on reading is its fault
 
     async def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
     ) -> ModelOutput:
         try:
             output = await self.inner.generate(messages, tools, config)
-        except ProviderError:
-            raise  # the plug-in's own provider gave up: a provider outcome, retried on resume
-        except Exception as exc:  # noqa: BLE001 - named for the record, without the plug-in's traceback
-            raise PluginError(
+        except (ContextWindowExceeded, KeyboardInterrupt, asyncio.CancelledError):
+            raise  # its own limit (scored as one), the user's Ctrl-C, or the trial's clock running out
+        except BaseException as exc:  # noqa: BLE001 - SystemExit included: the agent's code ended it
+            raise AgentFault(
                 f"plug-in model {self.model_api} ({self.origin}) raised {_one_line(exc, self.secrets)}"
             ) from None
         if not isinstance(output, ModelOutput):
-            raise PluginError(
+            raise AgentFault(
                 f"plug-in model {self.model_api} ({self.origin}) returned {type(output).__name__}, not a ModelOutput"
             )
         return output

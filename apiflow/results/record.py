@@ -79,7 +79,7 @@ class LimitHit(BaseModel):
     hits: int
 
 
-_OMITTED_WHEN_EMPTY = ("limits_hit", "input_repairs", "served")
+_OMITTED_WHEN_EMPTY = ("limits_hit", "input_repairs", "served", "agent_error")
 
 
 class ApiflowBlock(BaseModel):
@@ -109,6 +109,9 @@ class ApiflowBlock(BaseModel):
     """Per provider call, what the provider said served it: ``[model, fingerprint, request id]``
     (omitted when no call had a provider: offline models' records are unchanged)."""
     harness_error: str | None = None
+    agent_error: str | None = None
+    """Why the agent's own code ended the trial (a plug-in raised, an external agent left): the trial is
+    scored; omitted when none."""
     grader: str | None = None
     agent_version: str = ""
     tool_schema_hash: str = ""

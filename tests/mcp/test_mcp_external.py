@@ -101,10 +101,11 @@ def test_external_agents_end_as_clear_records(bank: Bank) -> None:
     for case in ("blank", "crash"):
         assert records[case].apiflow.termination == "no_answer" and records[case].passed is False, case
     assert records["crash"].apiflow.tool_calls == 1
-    # Never played: not a measurement (provider_error: unscored, retried on resume).
-    for case in ("noconnect", "nocommand"):
-        assert records[case].apiflow.termination == "provider_error" and records[case].verdict == "", case
-    assert "before it connected" in (records["noconnect"].apiflow.harness_error or "")
+    # Left before it played: the agent's own doing (it knew its task only once connected), graded.
+    assert records["noconnect"].apiflow.termination == "no_answer" and records["noconnect"].verdict == "I"
+    assert "before it connected" in (records["noconnect"].apiflow.agent_error or "")
+    # A command the harness could not start: the grid's setup, not the agent (unscored, retried on resume).
+    assert records["nocommand"].apiflow.termination == "provider_error" and records["nocommand"].verdict == ""
     assert "cannot start" in (records["nocommand"].apiflow.harness_error or "")
     assert records["hang"].apiflow.termination == "limit" and records["hang"].apiflow.limit == "time"
 

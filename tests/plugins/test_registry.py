@@ -118,15 +118,34 @@ def test_a_bad_plugin_name_is_a_usage_error_naming_the_distribution(fake, name, 
     assert err.count("\n") == 1 and says in err and "Traceback" not in err
 
 
+def test_a_plugin_model_that_raises_is_its_own_outcome_scored_and_named(fake, capfd):
+    """A plug-in cannot hide the tasks it would fail by failing loudly: its exception is its answer."""
+    from apiflow.agent import TrialSpec
+    from apiflow.bank import DEFAULT_BANK, load_bank
+    from apiflow.runner import play_trial_sync
+
+    row = apiflow.run_task("fake/crash", TASK).to_pylist()[0]
+    assert row["termination"] == "no_answer" and not row["harness"] and row["verdict"] == "I"
+    assert row["harness_error"] is None
+    bank = load_bank(DEFAULT_BANK)
+    task = bank.task(TASK)
+    spec = TrialSpec(task=task, world=bank.world_of(task), seed=0, epoch=1, bank_name=bank.name,
+                     bank_hash=bank.hash, run_id="r", model_slug="fake-crash")  # fmt: skip
+    record = play_trial_sync(spec, make_model("fake/crash", task, 0))
+    assert record.apiflow.agent_error == (
+        "AgentFault: plug-in model fake/crash (fakeplug 0.1) raised RuntimeError: agent fell over"
+    )
+    assert "Traceback" not in capfd.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("name", "says"),
     [
         ("fake/factory-bug", "plug-in 'fake' (fakeplug 0.1) factory raised KeyError: 'factory bug'"),
-        ("fake/crash", "plug-in model fake/crash (fakeplug 0.1) raised RuntimeError: agent fell over"),
         ("hollow/x", "plug-in 'hollow' (fakeplug 0.1) returned object, not a ModelClient"),
     ],
 )
-def test_a_plugin_fault_inside_a_trial_is_a_harness_error_without_traceback(fake, name, says, capfd):
+def test_a_plugin_that_cannot_be_built_is_a_harness_error_without_traceback(fake, name, says, capfd):
     if name == "fake/factory-bug":
         assert isinstance(make_model(name, _task(), 0), BrokenModel)
     row = apiflow.run_task(name, TASK).to_pylist()[0]

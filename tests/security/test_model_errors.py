@@ -70,8 +70,8 @@ def leaky(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("name", "termination"),
     [
-        ("leaky/generate", "harness_error"),
-        ("leaky/provider", "provider_error"),
+        ("leaky/generate", "no_answer"),  # the agent's own failure: scored (AgentFault)
+        ("leaky/provider", "no_answer"),  # its own provider's: apiflow never saw that wire
         ("leaky/factory", "harness_error"),
     ],
 )
@@ -84,8 +84,9 @@ def test_a_plugins_error_text_reaches_no_record_or_log_with_a_key(leaky, caplog,
     )  # fmt: skip
     with caplog.at_level(logging.DEBUG):
         record = play_trial_sync(spec, make_model(name, task, 1, PARAMS))
-    assert record.apiflow.termination == termination and record.verdict == ""
-    assert REDACTED in (record.apiflow.harness_error or "")
+    assert record.apiflow.termination == termination
+    assert record.verdict == ("I" if termination == "no_answer" else "")
+    assert REDACTED in (record.apiflow.harness_error or record.apiflow.agent_error or "")
     dumped = record.to_json()
     logged = caplog.text + "".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
     for label, secret in SECRETS.items():
