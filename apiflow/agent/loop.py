@@ -15,6 +15,7 @@ hits and the repairs made are in ``LoopOutcome.input`` (docs/design/031-untruste
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from dataclasses import dataclass, field
@@ -197,6 +198,21 @@ class _Loop:
         self.deadline = None if limits.max_seconds is None else time.monotonic() + limits.max_seconds
         self.intake = TurnIntake(self.out.input)
         self.transcript_chars = 0
+        # Agent code (a plug-in) gets its own copy of the conversation: what it edits in place, trims
+        # or forges stays in its copy, and the record keeps what the harness sent and received. Each
+        # message is copied once, when it is first shown; the harness's own clients read the record.
+        self.view: list[dict[str, Any]] | None = [] if is_agent_code(model) else None
+        self.shown = 0
+
+    def _shown(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """What the model is handed: the record itself for the harness's own clients, else the agent's
+        copy with the messages added since its last turn appended (copied deeply, once each)."""
+        view = self.view
+        if view is None:
+            return messages
+        view.extend(copy.deepcopy(m) for m in messages[self.shown :])
+        self.shown = len(messages)
+        return view
 
     def _stop_limit(self, name: LimitName) -> bool:
         self.out.termination, self.out.limit = Termination.LIMIT, name
@@ -264,8 +280,10 @@ class _Loop:
                 if max_messages is not None and len(messages) >= max_messages:
                     self._stop_limit("messages")
                     break
-                raw = await self.model.generate(messages, self.schemas, self.config)
+                raw = await self.model.generate(self._shown(messages), self.schemas, self.config)
                 try:
+                    if self.view is not None:  # agent code keeps no handle on what the record holds
+                        raw = copy.deepcopy(raw)
                     turn = self.intake.check(raw, TRANSCRIPT_CHARS - self.transcript_chars)
                 except Exception as exc:  # an object the model handed back broke on reading
                     if not is_agent_code(self.model):

@@ -28,6 +28,7 @@ one line, never a traceback.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import importlib.metadata
 import logging
@@ -222,7 +223,9 @@ def make_plugin_model(name: str, task: Task, seed: int, params: dict[str, Any] |
     except PluginError as exc:
         return BrokenModel(name, str(exc), secrets)
     try:
-        model = plugin.factory(name, task, seed, params)
+        # A copy of the task (the answer key included: an agent may use what its plug-in is given):
+        # the bank's own objects are graded against and shared by every trial of the process.
+        model = plugin.factory(name, task.model_copy(deep=True), seed, copy.deepcopy(params))
     except Exception as exc:  # noqa: BLE001 - the plug-in's bug, recorded on its trial
         return BrokenModel(
             name, f"plug-in {prefix!r} ({plugin.origin}) factory raised {_one_line(exc, secrets)}", secrets
