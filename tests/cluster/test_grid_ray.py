@@ -338,3 +338,70 @@ def test_grid_verify_holds_the_store_against_the_plan(ray_session, tmp_path, cap
     batches[1].write_bytes(b"not a row object")  # damaged in place: the status read sets it aside
     status = "\n".join(grid_status(spec.out))
     assert "set aside as damaged under quarantine/: 1 objects" in status
+
+
+def _driver(grid_file: Path, ray_dir: str, env_extra: dict | None = None) -> subprocess.Popen:
+    env = {**os.environ, "APIFLOW_RAY_TEMP_DIR": ray_dir, **(env_extra or {})}
+    env.pop("RAY_ADDRESS", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "cluster.driver", str(grid_file), "--no-progress"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+@pytest.mark.s3
+@pytest.mark.slow
+def test_a_second_driver_on_a_live_s3_prefix_is_refused_and_pays_for_nothing(tmp_path, s3_out):
+    url, options = s3_out
+    spec = grid(url, storage_options=options, tasks={"count": 200})
+    grid_file = _write_grid(tmp_path / "grid.yaml", spec)
+    ray_dir = tempfile.mkdtemp(prefix="afl-", dir="/tmp")
+    first = _driver(grid_file, ray_dir)
+    try:
+        deadline = time.monotonic() + 120
+        while not ResultStore(url, options).done_ids() and first.poll() is None:  # the first one is writing
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert first.poll() is None, "the first driver finished before the second could try"
+        second = subprocess.run(
+            [sys.executable, "-m", "cluster.driver", str(grid_file), "--no-progress"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+            env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+        )  # fmt: skip
+        assert first.wait(timeout=300) == 0
+    finally:
+        if first.poll() is None:
+            first.kill()
+        kill_ray_of(ray_dir)
+        shutil.rmtree(ray_dir, ignore_errors=True)
+    assert second.returncode == 2
+    assert "is being written by another grid run" in second.stderr.strip().splitlines()[-1]
+    rows = ResultStore(url, options).row_ids()  # physical rows: one each, the refused driver added none
+    assert len(rows) == len(set(rows)) == 200 * len(OFFLINE) * 2
+
+
+@pytest.mark.slow
+def test_rows_lost_while_the_grid_runs_are_a_shortfall_not_a_success(tmp_path):
+    """Acknowledged writes deleted mid-run (a lifecycle rule, a hand rm): the run reads back and says so."""
+    spec = grid(str(tmp_path / "out"), tasks={"count": 200})
+    grid_file = _write_grid(tmp_path / "grid.yaml", spec)
+    ray_dir = tempfile.mkdtemp(prefix="afs-", dir="/tmp")
+    driver = _driver(grid_file, ray_dir)
+    batches = tmp_path / "out" / "rows" / "batches"
+    try:
+        deadline = time.monotonic() + 120
+        while not (batches.exists() and any(batches.iterdir())) and driver.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        gone = sorted(batches.iterdir())[0]
+        gone.unlink()  # an acknowledged batch of rows, lost
+        out, err = driver.communicate(timeout=300)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        kill_ray_of(ray_dir)
+        shutil.rmtree(ray_dir, ignore_errors=True)
+    assert driver.returncode == 3, err[-2000:]
+    assert "SHORTFALL: the store holds" in out and "acknowledged writes are gone" in out
+    again = run_grid(spec, progress=False)  # the next run fills exactly what is missing
+    assert again.complete and len(ResultStore(spec.out).done_ids()) == again.planned
