@@ -197,3 +197,22 @@ def test_a_local_ray_grid_runs_external_agents_with_no_keys(tmp_path: Path) -> N
     records = [r for r in records if "verdict" in r]
     assert sorted(r["task_id"] for r in records) == sorted([TASK, "sample-w01-sub02"]), out.stderr[-2000:]
     assert all(r["verdict"] == "C" for r in records)
+
+
+def test_the_readmes_example_agent_plays_a_trial(tmp_path) -> None:
+    """``examples/mcp-agent/my_agent.py``, as the README runs it: connects, reads, finishes (honestly failing)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    command = json.dumps([sys.executable, "examples/mcp-agent/my_agent.py"])
+    done = subprocess.run(
+        [sys.executable, "-m", "apiflow.cli", "run", "--model", "external/mine", "--task", TASK,
+         "--out", str(tmp_path), "--param", f"command={command}"],
+        cwd=root, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads(next(tmp_path.glob("mine/*.json")).read_text())
+    assert record["verdict"] == "I" and record["apiflow"]["termination"] == "answered"
+    assert record["apiflow"]["tool_calls"] == 1
