@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import socket
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any, Protocol
@@ -94,9 +95,43 @@ def _parse(line: bytes) -> SessionMessage | Exception:
         return exc
 
 
+class _OneSession:
+    """ASGI guard of one trial's endpoint: the first MCP session is the trial's; a request of any other
+    session (a second client on this machine) is refused with 403. With the URL's secret path (only
+    the launched agent is told it), no other local client reaches the trial, nor steals it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.session: bytes | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        asked = dict(scope.get("headers") or ()).get(b"mcp-session-id")
+        if self.session is not None and asked != self.session:
+            body = b'{"error": "this trial serves one session"}'
+            await send({"type": "http.response.start", "status": 403,
+                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+            await send({"type": "http.response.body", "body": body})
+            return
+
+        async def remember(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and self.session is None:
+                issued = dict(message.get("headers") or ()).get(b"mcp-session-id")
+                if issued:
+                    self.session = issued
+            await send(message)
+
+        await self.app(scope, receive, remember)
+
+
 @contextlib.asynccontextmanager
 async def http_endpoint(server: Server[Any], port: int = 0) -> AsyncIterator[str]:
-    """Serve streamable HTTP on 127.0.0.1:``port`` (0: a free one) while inside; yields the URL."""
+    """Serve streamable HTTP on 127.0.0.1:``port`` (0: a free one) while inside; yields the URL.
+
+    The URL's path holds a per-trial secret and the endpoint serves the first session only
+    (``_OneSession``): another local process cannot read the trial's task or ``finish`` it."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -104,7 +139,8 @@ async def http_endpoint(server: Server[Any], port: int = 0) -> AsyncIterator[str
     except OSError as exc:
         sock.close()
         raise OSError(f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=HOST)
+    path = f"/{secrets.token_urlsafe(16)}{MCP_PATH}"
+    app = _OneSession(server.streamable_http_app(streamable_http_path=path, host=HOST))
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     web = uvicorn.Server(config)
     task = asyncio.create_task(web.serve(sockets=[sock]))
@@ -114,7 +150,7 @@ async def http_endpoint(server: Server[Any], port: int = 0) -> AsyncIterator[str
                 task.result()  # startup failed: raise its error
                 raise RuntimeError("the MCP HTTP server stopped while starting")
             await asyncio.sleep(0.01)
-        yield f"http://{HOST}:{sock.getsockname()[1]}{MCP_PATH}"
+        yield f"http://{HOST}:{sock.getsockname()[1]}{path}"
     finally:
         web.should_exit = True
         with contextlib.suppress(Exception):

@@ -91,7 +91,7 @@ async def _play_http(task_id: str, out: Path, model: ModelClient) -> int:
     try:
         assert process.stderr is not None
         line = await asyncio.wait_for(process.stderr.readline(), 120)
-        url = re.search(r"http://127\.0\.0\.1:\d+/mcp", line.decode())
+        url = re.search(r"http://127\.0\.0\.1:\d+/[\w-]+/mcp", line.decode())
         assert url is not None, line
         async with Client(url.group(0), read_timeout_seconds=120) as client:
             await play(client, model)
@@ -134,3 +134,35 @@ def test_importing_apiflow_loads_no_mcp_sdk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_served_http_trial_admits_one_session_behind_its_secret_url(tmp_path: Path) -> None:
+    """Another local client can neither guess the trial's URL nor join the session the agent opened."""
+    import httpx
+
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}  # fmt: skip
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+    async def probe() -> tuple[int, int, int]:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, *_serve_args(SOLO, tmp_path, "--transport", "http"), stderr=asyncio.subprocess.PIPE
+        )
+        try:
+            assert process.stderr is not None
+            line = (await asyncio.wait_for(process.stderr.readline(), 120)).decode()
+            found = re.search(r"(http://127\.0\.0\.1:\d+)/[\w-]+/mcp", line)
+            assert found is not None, line
+            url, base = found.group(0), found.group(1)
+            async with httpx.AsyncClient(timeout=30) as http:
+                guessed = (await http.post(f"{base}/mcp", json=initialize, headers=headers)).status_code
+                first = await http.post(url, json=initialize, headers=headers)
+                second = (await http.post(url, json=initialize, headers=headers)).status_code
+            assert first.headers.get("mcp-session-id")
+            return guessed, first.status_code, second
+        finally:
+            process.kill()
+            await process.wait()
+
+    guessed, first, second = asyncio.run(probe())
+    assert (guessed, first, second) == (404, 200, 403)
