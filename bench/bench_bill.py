@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from apiflow.analysis.token_profile import TokenProfile, estimate, published_cost, published_rows  # noqa: E402
 from apiflow.bank import load_bank  # noqa: E402
-from apiflow.models.caching import marks_breakpoints  # noqa: E402
+from apiflow.models.caching import caches_prompt, marks_breakpoints  # noqa: E402
 from apiflow.results.prices import PriceTable, load_price_table  # noqa: E402
 from apiflow.results.taskid import parse_task_id  # noqa: E402
 from cluster.spec import load_grid  # noqa: E402
@@ -109,7 +109,7 @@ def bill(rows: list[dict[str, Any]], table: PriceTable, grid: Path) -> None:
     shipped = published = off = 0.0
     for m in spec.models:
         prices = table.price(m.slug) if table.has(m.slug) else table.price(m.model)
-        caching = not (marks_breakpoints(m.model) and m.params.get("prompt_caching") is False)
+        caching = caches_prompt(m.model, m.params)
         as_shipped = estimate(profile, m.slug, places, prices, caching=caching)
         cached = estimate(profile, m.slug, places, prices, caching=True)
         uncached = estimate(profile, m.slug, places, prices, caching=not marks_breakpoints(m.model))

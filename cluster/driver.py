@@ -29,12 +29,12 @@ from apiflow.results.store import ResultStore
 from apiflow.results.taskid import parse_task_id
 from cluster.budget import SpendOnRecord, checkpoint, spend_on_record
 from cluster.dispatch import Dispatcher
-from cluster.estimate import expected_costs
+from cluster.estimate import estimate_grid, estimate_lines, expected_costs
 from cluster.manifest import attempt_info, build_manifest, grid_id
 from cluster.plan import PlannedTrial, plan_grid, remaining
 from cluster.preflight import missing_keys, rejected_keys
 from cluster.progress import GridProgress, Tally
-from cluster.report import GridSummary, estimate_cost, print_estimate
+from cluster.report import GridSummary
 from cluster.session import Ray
 from cluster.spec import GridSpec, load_grid
 from cluster.verify import verify_store
@@ -174,7 +174,8 @@ def run_grid(
     store = ResultStore(spec.out, spec.storage_options)
     todo = remaining(plan, store.done_ids())  # the store's first request: no credentials, no endpoint
     summary = GridSummary(spec=spec, planned=len(plan), already_done=len(plan) - len(todo))
-    print_estimate(spec, estimate_cost(spec, todo, model_prices), len(plan), len(todo))
+    for line in estimate_lines(spec, estimate_grid(spec, todo, model_prices, len(plan))):
+        print(line, file=sys.stderr)
     keyless = missing_keys(spec) if todo else []
     if dry_run:
         for line in keyless:
@@ -222,7 +223,7 @@ def run_grid(
         planned = {p.trial_id for p in plan}
         summary.stored_at_stop = len(planned & store.done_ids())
     elif summary.complete:  # before saying "stored": read back what the store holds for the plan
-        summary.verdict = verify_store(store, {p.trial_id for p in plan}, transcripts=False)
+        summary.verdict = verify_store(store, {p.trial_id for p in plan}, full=False)
     summary.wall_s = time.monotonic() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     summary.driver_peak_rss_mb = usage.ru_maxrss / 1024

@@ -13,18 +13,12 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from apiflow.analysis.token_profile import (
-    PUBLISHED_TABLE,
-    ModelEstimate,
-    TokenProfile,
-    estimate,
-    published_rows,
-)
-from apiflow.models.caching import limit_counts_cache_reads, marks_breakpoints
+from apiflow.analysis.token_profile import ModelEstimate, TokenProfile, estimate, published_profile
+from apiflow.models.caching import caches_prompt, limit_counts_cache_reads
 from apiflow.results.prices import Prices
 from apiflow.results.taskid import parse_task_id
 from cluster.plan import PlannedTrial
-from cluster.spec import GridSpec
+from cluster.spec import GridModel, GridSpec
 
 
 @dataclass
@@ -65,8 +59,8 @@ def estimate_grid(spec: GridSpec, todo: list[PlannedTrial], prices: list[Prices]
     paid = [i for i, m in enumerate(spec.models) if not m.offline and not _free(prices[i]) and places[i]]
     profile = None
     if paid:  # the published table is read only when something costs money
-        rows = published_rows(PUBLISHED_TABLE)
-        profile, result.profile_trials = TokenProfile.fit(rows), len(rows)
+        profile = published_profile()
+        result.profile_trials = profile.trials
     calls: dict[str, float] = defaultdict(float)
     tokens: dict[str, float] = defaultdict(float)
     seconds = 0.0
@@ -74,7 +68,7 @@ def estimate_grid(spec: GridSpec, todo: list[PlannedTrial], prices: list[Prices]
         if profile is None or index not in paid:
             result.per_model[model.slug] = len(places[index])
             continue
-        caching = not (marks_breakpoints(model.model) and model.params.get("prompt_caching") is False)
+        caching = caches_prompt(model.model, model.params)
         found = estimate(profile, model.slug, places[index], prices[index], caching=caching)
         if found.source == "panel" and profile.model_name(model.model) is not None:
             found = estimate(profile, model.model, places[index], prices[index], caching=caching)
@@ -108,8 +102,8 @@ def expected_costs(
             out.update({(index, *place): 0.0 for place in places})
             continue
         if profile is None:
-            profile = TokenProfile.fit(published_rows(PUBLISHED_TABLE))
-        caching = not (marks_breakpoints(model.model) and model.params.get("prompt_caching") is False)
+            profile = published_profile()
+        caching = caches_prompt(model.model, model.params)
         name = profile.model_name(model.slug) or profile.model_name(model.model)
         if name is None:
             guessed.add(index)
@@ -119,10 +113,9 @@ def expected_costs(
     return out, frozenset(guessed)
 
 
-def _cache_read_share(profile: TokenProfile, model: object) -> float:
+def _cache_read_share(profile: TokenProfile, model: GridModel) -> float:
     """The share of a Claude model's prompt read from cache in its published trials (0.9 if unknown)."""
-    slug, route = getattr(model, "slug", ""), getattr(model, "model", "")
-    name = profile.model_name(slug) or profile.model_name(route)
+    name = profile.model_name(model.slug) or profile.model_name(model.model)
     cells = [c for (m, _k), c in profile.kinds.items() if m == name]
     prompt = sum(c.n * (c.mean[0] + c.mean[2] + c.mean[3]) for c in cells)
     return sum(c.n * c.mean[2] for c in cells) / prompt if prompt else 0.9

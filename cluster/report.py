@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiflow.results.prices import Prices
 from cluster.budget import SpendOnRecord
-from cluster.estimate import GridEstimate, estimate_grid, estimate_lines
-from cluster.plan import PlannedTrial
 from cluster.progress import Tally
 from cluster.spec import GridSpec
 
@@ -239,14 +235,3 @@ def _regraded(workers: list[dict[str, Any]]) -> str:
     _, hits, asked = _memo_stats(workers, "grades")
     return f"; grades replayed {hits / asked:.1%} of {asked:,}" if asked else ""
 
-
-def estimate_cost(spec: GridSpec, todo: list[PlannedTrial], prices: list[Prices]) -> GridEstimate:
-    """The expected bill and wall time of the ``todo`` trials (``cluster.estimate``)."""
-    return estimate_grid(spec, todo, prices, planned=len(todo))
-
-
-def print_estimate(spec: GridSpec, estimate: GridEstimate, planned: int, todo: int) -> None:
-    """The dry-run estimate, printed before any run starts."""
-    estimate.planned, estimate.todo = planned, todo
-    for line in estimate_lines(spec, estimate):
-        print(line, file=sys.stderr)

@@ -26,13 +26,12 @@ def _spend_line(store: ResultStore, spec: GridSpec) -> str:
     )
 
 
-def _failure_causes(store: ResultStore, done: set[str]) -> collections.Counter[str]:
-    """Failed attempts of trials still not stored, by the fault class their records name."""
+def _failed_attempts(store: ResultStore, done: set[str]) -> list[dict[str, Any]]:
+    """Every failed attempt of a trial still not stored (``trial_id``, ``harness_error``), read once."""
     failures = store.read_rows(failures=True)
     if not failures.num_rows:
-        return collections.Counter()
-    pairs = failures.select(["trial_id", "harness_error"]).to_pylist()
-    return collections.Counter(kind_of(r["harness_error"]) for r in pairs if r["trial_id"] not in done)
+        return []
+    return [r for r in failures.select(["trial_id", "harness_error"]).to_pylist() if r["trial_id"] not in done]
 
 
 def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list[str]:
@@ -48,7 +47,8 @@ def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list
     spec = GridSpec.model_validate(manifest["grid"])
     rows = store.read_rows()
     done = set(rows.column("trial_id").to_pylist())
-    failed = store.failed_ids()
+    attempts = _failed_attempts(store, done)
+    failed = {r["trial_id"] for r in attempts}
     try:
         plan = plan_grid(spec, load_checked_bank(spec))
     except UsageError:
@@ -68,7 +68,7 @@ def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list
     aside = store.objects.list(QUARANTINE, "")
     if aside:
         lines.append(f"  set aside as damaged under {QUARANTINE}/: {len(aside)} objects (their trials re-run on resume)")
-    causes = _failure_causes(store, done)
+    causes = collections.Counter(kind_of(r["harness_error"]) for r in attempts)
     if causes:
         lines.append("  unscored attempts by cause: " + ", ".join(f"{k} {n}" for k, n in causes.most_common()))
     by_model: dict[str, dict[str, int]] = {

@@ -56,18 +56,19 @@ class Verdict:
         return out
 
 
-def verify_store(store: ResultStore, planned_ids: set[str], transcripts: bool = True) -> Verdict:
-    """Hold ``store`` against the planned trial ids (``transcripts``: also look for each one's transcript)."""
+def verify_store(store: ResultStore, planned_ids: set[str], full: bool = True) -> Verdict:
+    """Hold ``store`` against the planned trial ids. ``full``: also count duplicate rows and look for
+    each stored trial's transcript (the end of a run reads back the rows alone)."""
     done = store.done_ids()
-    counts = collections.Counter(store.row_ids())
     verdict = Verdict(
         planned=len(planned_ids),
         stored=len(done & planned_ids),
         missing=len(planned_ids - done),
         stray=len(done - planned_ids),
-        duplicated=sum(1 for n in counts.values() if n > 1),
     )
-    if transcripts and done:
+    if full:  # every row object read again, repeats kept
+        verdict.duplicated = sum(1 for n in collections.Counter(store.row_ids()).values() if n > 1)
+    if full and done:
         try:
             shown = {path.rsplit("/", 1)[-1].removesuffix(".json") for path in open_source(store.url, store.storage_options).paths}
         except UsageError:  # no transcript at all

@@ -18,6 +18,7 @@ import asyncio
 import copy
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -49,7 +50,7 @@ _ABSTAIN_TOOLS = {"clarify": Termination.CLARIFY, "report_blocked": Termination.
 
 _HARNESS_ERROR_CHARS = 2000
 _REDACTED_CHARS = 65536  # read of a message before redaction: far past the cut, so no key is split at it
-_WRAPPERS = 8  # ``inner`` levels ``model_secrets`` looks through (budget, plug-in wrappers)
+_WRAPPERS = 8  # ``inner`` levels looked through (budget, plug-in wrappers)
 
 logger = logging.getLogger(__name__)
 logger.addFilter(RedactingFilter())  # a traceback may quote a model's or agent's exception text
@@ -131,35 +132,40 @@ def tool_message(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     return message
 
 
+def _layers(model: object) -> Iterator[object]:
+    """The client and what it wraps (``inner``: budget, plug-in wrappers), outermost first. A broken
+    attribute of a plug-in's ends the walk: it must never lose the record."""
+    for _ in range(_WRAPPERS):
+        if model is None:
+            return
+        yield model
+        try:
+            model = getattr(model, "inner", None)
+        except Exception:  # noqa: BLE001
+            return
+
+
+def _attribute(model: object, name: str) -> Any:
+    try:
+        return getattr(model, name, None)
+    except Exception:  # noqa: BLE001 - a plug-in's broken attribute: as if absent
+        return None
+
+
 def is_agent_code(model: object) -> bool:
     """Whether the model client is code that stands for the agent (a plug-in's model: ``agent_code``),
-    looking through wrappers' ``inner``; the harness's own clients (litellm, offline) are not."""
-    for _ in range(_WRAPPERS):
-        try:
-            if getattr(model, "agent_code", False) is True:
-                return True
-            model = getattr(model, "inner", None)
-        except Exception:  # noqa: BLE001 - a broken attribute: not known to be the agent's
-            return False
-        if model is None:
-            return False
-    return False
+    looking through wrappers; the harness's own clients (litellm, offline) are not."""
+    return any(_attribute(layer, "agent_code") is True for layer in _layers(model))
 
 
 def model_secrets(model: object) -> frozenset[str]:
     """The credential values a model client holds (its ``secrets``: the litellm adapter's, a plug-in's
-    or an external agent's params), looking through wrappers' ``inner`` (budget, plug-in)."""
+    or an external agent's params), looking through wrappers (budget, plug-in)."""
     found: set[str] = set()
-    for _ in range(_WRAPPERS):
-        try:
-            values = getattr(model, "secrets", None)
-            if isinstance(values, set | frozenset | list | tuple):
-                found.update(v for v in values if isinstance(v, str))
-            model = getattr(model, "inner", None)
-        except Exception:  # noqa: BLE001 - a plug-in's broken attribute must not lose the record
-            break
-        if model is None:
-            break
+    for layer in _layers(model):
+        values = _attribute(layer, "secrets")
+        if isinstance(values, set | frozenset | list | tuple):
+            found.update(v for v in values if isinstance(v, str))
     return frozenset(found)
 
 

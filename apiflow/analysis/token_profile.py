@@ -16,6 +16,7 @@ off for a breakpoint route pays its cache reads and writes as input (``caching=F
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -92,6 +93,13 @@ def _cell(rows: list[Vector], calls: list[float], seconds: list[float]) -> Cell:
     return Cell(n, mean, tuple(cov), sum(calls) / n, sum(seconds) / n)
 
 
+@functools.cache
+def published_profile() -> TokenProfile:
+    """The profile of the published table, fitted once per process (a constant of the shipped file:
+    the dry-run estimate and the budget's admission read the same one)."""
+    return TokenProfile.fit(published_rows())
+
+
 def published_rows(path: str | Path = PUBLISHED_TABLE) -> list[dict[str, Any]]:
     """The published table's rows, with just the columns a profile reads."""
     columns = ["model", "model_api", "task_id", "kind", "length", "epoch", "tokens_input", "tokens_output"]
@@ -123,6 +131,11 @@ class TokenProfile:
     """(kind, length) -> (the mean over models' cells, the variance between models' mean costs
     relative to the panel mean, squared: a fraction, used for a model the corpus lacks)."""
     aliases: dict[str, str]
+
+    @property
+    def trials(self) -> int:
+        """Published trials the profile was fitted to."""
+        return sum(cell.n for cell in self.cells.values())
 
     @classmethod
     def fit(cls, rows: Iterable[Mapping[str, Any]]) -> TokenProfile:

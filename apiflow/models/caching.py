@@ -11,6 +11,9 @@ setting, outside the trial id; ``prompt_caching: false`` in a model's params tur
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping
 from typing import Any, Final
 
 EPHEMERAL: Final = {"type": "ephemeral"}
@@ -27,6 +30,12 @@ def marks_breakpoints(model: str) -> bool:
     if route == "anthropic":
         return True
     return route in ("bedrock", "vertex_ai") and ("claude" in name or "anthropic." in name)
+
+
+def caches_prompt(model: str, params: Mapping[str, Any]) -> bool:
+    """Whether a route's prompt is cached under a model's params: a breakpoint route unless
+    ``prompt_caching: false`` turns its marks off; every other route caches on its own."""
+    return not (marks_breakpoints(model) and params.get("prompt_caching") is False)
 
 
 def limit_counts_cache_reads(model: str) -> bool:
@@ -76,3 +85,10 @@ def _marked(message: dict[str, Any]) -> dict[str, Any]:
     if not (isinstance(content, list) and content and isinstance(content[-1], dict)):
         return message  # nothing a mark can sit on (an empty turn): left as it is, unmarked
     return {**message, "content": [*content[:-1], {**content[-1], "cache_control": EPHEMERAL}]}
+
+
+def prompt_cache_key(messages: list[dict[str, Any]]) -> str:
+    """A key naming a conversation's stable prefix: its opening system and user messages (a task's
+    trials share them; it names no trial, model or seed)."""
+    opening = [m.get("content") for m in messages[:2]]
+    return "apiflow-" + hashlib.sha256(json.dumps(opening, sort_keys=True, default=str).encode()).hexdigest()[:24]

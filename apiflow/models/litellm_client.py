@@ -22,7 +22,6 @@ the client's own ``api_key``/headers, credential-shaped strings) and no chained 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import os
@@ -32,12 +31,13 @@ from typing import Any
 
 from apiflow.errors import UsageError
 from apiflow.models.base import ContextWindowExceeded, GenerateConfig, ModelOutput, ProviderError, ToolCall
-from apiflow.models.caching import marks_breakpoints, with_breakpoints
+from apiflow.models.caching import marks_breakpoints, prompt_cache_key, with_breakpoints
 from apiflow.models.provider_fields import (
     ReplayState,
     get_field,
     reasoning_text,
     replay_state,
+    request_id,
     usage_from_response,
 )
 from apiflow.models.retry import QUOTA_KIND, is_quota_error
@@ -220,16 +220,6 @@ def parse_arguments(raw: str | None) -> dict[str, Any] | str:
     return value if isinstance(value, dict) else raw
 
 
-def _request_id(hidden: dict[str, Any], response: Any) -> str:
-    """The provider's own id for the call: its ``request-id``/``x-request-id`` response header where
-    litellm kept it (on some routes litellm makes up the response id), else the response's id."""
-    headers = hidden.get("additional_headers") or {}
-    for name, value in headers.items() if isinstance(headers, dict) else ():
-        if str(name).lower().endswith(("request-id", "request_id")) and value:
-            return str(value)
-    return str(get_field(response, "id") or "")
-
-
 def output_from_response(response: Any) -> ModelOutput:
     """A litellm ``ModelResponse`` -> ``ModelOutput`` (first choice)."""
     message = response.choices[0].message
@@ -242,7 +232,7 @@ def output_from_response(response: Any) -> ModelOutput:
     served = (
         str(get_field(response, "model") or "")[:SERVED_CHARS],
         str(get_field(response, "system_fingerprint") or "")[:SERVED_CHARS],
-        _request_id(hidden, response)[:SERVED_CHARS],
+        request_id(hidden, response)[:SERVED_CHARS],
     )
     return ModelOutput(
         text=get_field(message, "content") or "",
@@ -290,6 +280,7 @@ class LiteLLMClient:
         self.cache_key = caching and model.startswith("openai/")
         """Send OpenAI's ``prompt_cache_key``, the same for every trial of a task (its system and user
         prompt): OpenAI caches on its own, and the key routes requests sharing a prefix together."""
+        self._keyed: tuple[Any, str] | None = None  # (the opening user message, its key)
         self.retry: RetryHook = retry or single_attempt
         self.secrets = frozenset(secrets_in(self.params))
         """Credential values of ``params`` (``api_key``, auth headers), redacted with the environment's."""
@@ -340,7 +331,10 @@ class LiteLLMClient:
         if self.marks_breakpoints:
             kwargs["messages"], tools = with_breakpoints(kwargs["messages"], tools)
         if self.cache_key and "prompt_cache_key" not in kwargs:
-            kwargs["prompt_cache_key"] = prompt_cache_key(messages)
+            opening = messages[1] if len(messages) > 1 else None
+            if self._keyed is None or self._keyed[0] is not opening:  # once a conversation, not a call
+                self._keyed = (opening, prompt_cache_key(messages))
+            kwargs["prompt_cache_key"] = self._keyed[1]
         if tools:
             kwargs["tools"] = tools
         if config.max_tokens is not None:
@@ -454,9 +448,3 @@ async def rejected_key(model: str, params: dict[str, Any]) -> str | None:
         return None
     return None
 
-
-def prompt_cache_key(messages: list[dict[str, Any]]) -> str:
-    """A key naming a conversation's stable prefix: its opening system and user messages (a task's
-    trials share them; it names no trial, model or seed)."""
-    opening = [m.get("content") for m in messages[:2]]
-    return "apiflow-" + hashlib.sha256(json.dumps(opening, sort_keys=True, default=str).encode()).hexdigest()[:24]

@@ -152,3 +152,13 @@ def reasoning_text(message: Any) -> str | None:
         if (data := get_field(item, "encrypted_content"))
     ]
     return "\n".join(opaque) or None
+
+
+def request_id(hidden: dict[str, Any], response: Any) -> str:
+    """The provider's own id for the call: its ``request-id``/``x-request-id`` response header where
+    litellm kept it (on some routes litellm makes up the response id), else the response's id."""
+    headers = hidden.get("additional_headers") or {}
+    for name, value in headers.items() if isinstance(headers, dict) else ():
+        if str(name).lower().endswith(("request-id", "request_id")) and value:
+            return str(value)
+    return str(get_field(response, "id") or "")
