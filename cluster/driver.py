@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,25 @@ resumable) instead of waiting forever for actors that cannot be placed (a lost n
 
 CHECKPOINT_S = 1.0
 """How often the budget ledger's checkpoint is written (it bounds the spend a driver kill can hide)."""
+
+
+JOB_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+"""Set by Ray in the environment of a ``ray job submit`` entrypoint (and only there)."""
+
+
+def check_job_out(out: str, env: Mapping[str, str] | None = None) -> None:
+    """Refuse a relative local ``--out`` under ``ray job submit``.
+
+    A job runs in Ray's temporary copy of the uploaded working folder, deleted with the cluster:
+    results written there would vanish, so the user must say where they go.
+    """
+    env = os.environ if env is None else env
+    if JOB_ENV in env and "://" not in out and not Path(out).is_absolute():
+        raise UsageError(
+            f"--out {out} is relative: under `ray job submit` it would land in Ray's temporary copy of the "
+            'working folder and vanish with the cluster; give an absolute path (e.g. --out "$PWD/results/demo" '
+            "on a local head) or an s3:// URL"
+        )
 
 
 def absolute_paths(spec: GridSpec, base: Path | None = None) -> GridSpec:
@@ -164,6 +184,8 @@ def run_grid(
         What happened, for the caller to print (``GridSummary.lines()``).
     """
     started = time.monotonic()
+    if not dry_run:
+        check_job_out(spec.out)
     spec = absolute_paths(spec)
     bank = load_checked_bank(spec)
     prices = load_price_table(spec.price_table)
