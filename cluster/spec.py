@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from apiflow.errors import UsageError
 from apiflow.models.registry import check_model_name, is_offline, model_slug
 from apiflow.redact import credential_keys
+from apiflow.resources import resolve
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 NAMES_CHECKED = "model_names_checked"
@@ -265,10 +266,13 @@ def canonical_hash(value: Any) -> str:
 def load_grid(path: str | Path) -> GridSpec:
     """Read and validate a grid YAML; rate limits may come from a separate file.
 
+    The grid, its bank, price table and rate limits file may each be a path or a shipped name
+    (``demo``, ``v1``, ``2027-01``: ``apiflow.resources``), so a shipped grid runs from any folder.
+
     Raises:
         UsageError: Missing file, bad YAML or an invalid field (one line naming it).
     """
-    path = Path(path)
+    path = resolve("grid", path)
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:
@@ -286,14 +290,29 @@ def load_grid(path: str | Path) -> GridSpec:
     if limits_file:
         data = {
             **data,
-            "ratelimits": {**_read_ratelimits(Path(limits_file)), **(data.get("ratelimits") or {})},
+            "ratelimits": {**_read_ratelimits(resolve("ratelimits", limits_file)), **(data.get("ratelimits") or {})},
         }
+    data = {**data, **_shipped_paths(data)}
     try:
         return GridSpec.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise UsageError(f"grid {path}: invalid {where}: {first['msg']}") from None
+
+
+def _shipped_paths(data: dict[str, Any]) -> dict[str, str]:
+    """``bank`` and ``price_table`` as the files they name (a shipped name becomes its path); one that
+    names nothing is left as written, for the run to refuse where it loads it."""
+    found = {}
+    for key, kind in (("bank", "bank"), ("price_table", "prices")):
+        value = data.get(key, GridSpec.model_fields[key].default)
+        if isinstance(value, str) and "://" not in value:
+            try:
+                found[key] = str(resolve(kind, value))
+            except UsageError:
+                pass
+    return found
 
 
 def _task_ids_in(path: Path) -> set[str]:

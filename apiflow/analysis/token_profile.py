@@ -26,9 +26,10 @@ from typing import Any, Literal
 
 import pyarrow.parquet as pq
 
+from apiflow.resources import shipped
 from apiflow.results.prices import Prices
 
-PUBLISHED_TABLE = Path(__file__).resolve().parents[2] / "configs" / "panels" / "published-trials.parquet"
+PUBLISHED_TABLE = shipped("configs/panels/published-trials.parquet")
 
 KINDS = ("input", "output", "cache_read", "cache_write")
 """The billed token kinds a published row gives: ``input`` is uncached prompt, ``cache_read`` the

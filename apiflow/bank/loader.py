@@ -31,10 +31,11 @@ from apiflow.bank.files import (
 from apiflow.bank.manifest import verify_manifest
 from apiflow.bank.task import TASK_ID_RE, Task
 from apiflow.errors import UsageError
+from apiflow.resources import resolve, shipped
 from apiflow.world.model import WorldDef
 
-DEFAULT_BANK = Path(__file__).resolve().parents[2] / "bank" / "sample"
-"""The repository's sample bank (the test suite's fixture world and the demo's default)."""
+DEFAULT_BANK = shipped("bank/sample")
+"""The shipped sample bank (the test suite's fixture world and the demo's default)."""
 
 
 @dataclass(frozen=True)
@@ -130,12 +131,12 @@ def load_bank(path: str | Path = DEFAULT_BANK, *, cache: bool = False) -> Bank:
     """Verify and load the bank at ``path`` (raises UsageError on any problem).
 
     Args:
-        path: The bank folder.
+        path: The bank folder, or a shipped bank's name (``sample``, ``v1``: ``apiflow.resources``).
         cache: Take the parsed bank from the per-user cache when it holds this bank hash under
             this code, and put it there after parsing (``apiflow.bank.cache``; what a grid's
             driver and workers do). The manifest is verified either way.
     """
-    root = Path(path)
+    root = resolve("bank", path)
     if not root.is_dir():
         raise UsageError(f"bank folder {root} does not exist")
     manifest, problems = verify_manifest(root)

@@ -11,13 +11,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from apiflow.bank.loader import DEFAULT_BANK, load_bank
+from apiflow.bank.loader import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.manifest import verify_manifest
 from apiflow.errors import UsageError
+from apiflow.resources import resolve
 
 
 def _verify(args: argparse.Namespace) -> int:
-    root = Path(args.bank)
+    root = resolve("bank", args.bank)
     if not root.is_dir():
         raise UsageError(f"bank folder {root} does not exist")
     manifest, problems = verify_manifest(root)

@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
     fit.set_defaults(func=_fit)
 
     check = verbs.add_parser("check", help="play the calibrated panel on a bank: published vs simulated")
-    check.add_argument("--bank", required=True, help="bank folder (e.g. bank/v1)")
+    check.add_argument("--bank", required=True, help="bank folder, or a shipped bank by name (sample, v1)")
     check.add_argument("--epochs", type=int, default=5, help="trials per task (default 5, as published)")
     check.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     check.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")

@@ -31,12 +31,13 @@ from apiflow.agent.heap import settle_loaded
 from apiflow.agent.replay import Replay, replay_for
 from apiflow.bank.loader import load_bank
 from apiflow.errors import UsageError
+from apiflow.resources import shipped
 from apiflow.runner.pool import in_worker, replay_pool
 
-PUBLISHED = Path(__file__).resolve().parents[2] / "configs" / "panels" / "published-trials.parquet"
+PUBLISHED = shipped("configs/panels/published-trials.parquet")
 """The published table the pinned panel fit was made from (``--published`` names another copy)."""
 
-V1 = Path(__file__).resolve().parents[2] / "bank" / "v1"
+V1 = shipped("bank/v1")
 
 
 def register(panel_subparsers: Any) -> None:

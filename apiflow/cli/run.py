@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
     run.add_argument("--epochs", type=int, default=1, help="trials per task (default 1)")
     run.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     run.add_argument("--out", default="results", help="output folder (default ./results)")
-    run.add_argument("--bank", default=str(DEFAULT_BANK), help="bank folder (default: the sample bank)")
+    run.add_argument("--bank", default=str(DEFAULT_BANK), help="bank folder or shipped bank name: sample (default), v1")
     run.add_argument("--max-messages", type=int, default=500, help="message limit per trial (default 500)")
     run.add_argument(
         "--max-seconds", type=float, default=1800.0, help="wall-time limit per trial (default 1800)"

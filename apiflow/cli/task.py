@@ -15,13 +15,13 @@ def register(subparsers: Any) -> None:
     task = subparsers.add_parser("task", help="list and show the tasks of a bank")
     verbs = task.add_subparsers(dest="task_verb", metavar="VERB", required=True)
     listing = verbs.add_parser("list", help="one line per task")
-    listing.add_argument("--bank", default=str(DEFAULT_BANK), help="bank folder (default: the sample bank)")
+    listing.add_argument("--bank", default=str(DEFAULT_BANK), help="bank folder or shipped bank name: sample (default), v1")
     listing.set_defaults(func=_task_list)
     show = verbs.add_parser(
         "show", help="a task's prompt as the model sees it, its seed, grading spec and golden path"
     )
     show.add_argument("task_id", help="a task id of the bank (apiflow task list names them)")
-    show.add_argument("--bank", default=str(DEFAULT_BANK), help="bank folder (default: the sample bank)")
+    show.add_argument("--bank", default=str(DEFAULT_BANK), help="bank folder or shipped bank name: sample (default), v1")
     show.add_argument("--json", action="store_true", help="print the task as JSON")
     show.set_defaults(func=_task_show)
 

@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "serve", help="serve a task's world over HTTP on 127.0.0.1, or one trial to an MCP agent (--mcp)"
     )
     serve.add_argument("--task", required=True, help="task whose world and starting state to serve")
-    serve.add_argument("--bank", default=str(DEFAULT_BANK), help="bank folder (default: the sample bank)")
+    serve.add_argument("--bank", default=str(DEFAULT_BANK), help="bank folder or shipped bank name: sample (default), v1")
     serve.add_argument("--port", type=int, default=0, help="0 picks a free port")
     serve.add_argument("--seed", type=int, default=0, help="seed of the world session and trial (default 0)")
     serve.add_argument(

@@ -36,10 +36,11 @@ from apiflow.hashing import content_hash
 from apiflow.models.latent import SOLO, LatentParams, stuck_threshold
 from apiflow.models.offline import PlannedCall, ScriptedModel, Turn, card_text, golden_literals, golden_turns
 from apiflow.models.sim import sim_rng, wrong_value  # the sims' shared notion of a plausible wrong value
+from apiflow.resources import shipped
 from apiflow.world.memo import IdentityMemo
 
 CALIBRATED_PREFIX = "calibrated-"
-PANEL_FILE = Path(__file__).resolve().parents[2] / "configs" / "panels" / "calibrated-original-19.json"
+PANEL_FILE = shipped("configs/panels/calibrated-original-19.json")
 
 CALIBRATED_PANEL: tuple[str, ...] = tuple(
     f"apiflow/sim:{CALIBRATED_PREFIX}{slug}" for slug in sorted(ORIGINAL_19_MODELS)

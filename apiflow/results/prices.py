@@ -19,11 +19,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from apiflow.errors import UsageError
+from apiflow.resources import resolve, shipped
 
 PRICE_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 """Token kinds priced separately. The kinds are disjoint: ``output`` excludes reasoning tokens."""
 
-DEFAULT_PRICE_TABLE = Path(__file__).resolve().parents[2] / "configs" / "prices" / "2027-01.yaml"
+DEFAULT_PRICE_TABLE = shipped("configs/prices/2027-01.yaml")
 
 
 class Prices(BaseModel):
@@ -140,7 +141,7 @@ def load_price_table(path: str | Path = DEFAULT_PRICE_TABLE) -> PriceTable:
     """Read and validate a price table YAML.
 
     Args:
-        path: The YAML file (``configs/prices/<version>.yaml``).
+        path: The YAML file, or a shipped table's version (``2027-01``: ``apiflow.resources``).
 
     Returns:
         The table, with the sha256 of the exact bytes read.
@@ -148,7 +149,7 @@ def load_price_table(path: str | Path = DEFAULT_PRICE_TABLE) -> PriceTable:
     Raises:
         UsageError: The file is missing or not a valid price table.
     """
-    path = Path(path)
+    path = resolve("prices", path)
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("world", "errors", "hashing", "version", "redact", "exact"),
+    ("world", "errors", "hashing", "version", "redact", "exact", "resources"),
     ("tools", "results"),
     ("grading", "interop"),
     ("bank", "analysis"),
