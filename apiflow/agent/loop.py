@@ -3,7 +3,8 @@
 Stop conditions (``Termination``):
 - the model replies without a tool call -> ``answered`` (visible text) or ``no_answer`` (empty);
 - a ``clarify``/``report_blocked`` call ran -> that name, plus one empty assistant turn as published;
-- a limit (messages, tool calls, tokens, wall time) -> ``limit`` with ``LoopOutcome.limit`` naming it;
+- a limit (messages, tool calls, tokens, wall time) -> ``limit`` with ``LoopOutcome.limit`` naming it
+  (agent code that did not return before the clock ran out is named in ``agent_error``);
 - the model's turns and tool results passed ``TRANSCRIPT_CHARS`` -> ``limit`` ``transcript_chars``;
 - the provider gave up -> ``provider_error``; a bug in the model client or the tools -> ``harness_error``.
 Neither of the last two is ever a model failure. The model's own mistakes (malformed arguments, bad
@@ -33,6 +34,7 @@ from apiflow.models.base import (
     ToolCall,
     Usage,
 )
+from apiflow.models.plugins import PluginModel
 from apiflow.redact import SECRETS_ATTR, RedactingFilter, redact
 from apiflow.results.record import Termination
 from apiflow.tools import ToolResult
@@ -95,9 +97,10 @@ class LoopOutcome:
     provider_cost_usd: float | None = None
     retries: list[dict[str, Any]] = field(default_factory=list)
     served: list[list[str]] = field(default_factory=list)
-    agent_error: str | None = None
-    """Why the agent's own code ended the trial (``AgentFault``): scored, unlike ``harness_error``."""
     """Per provider call, what the provider said served it: [model, fingerprint, request id]."""
+    agent_error: str | None = None
+    """Why the agent's own code ended the trial (``AgentFault``, or its model not returning before the
+    trial's clock ran out): scored, unlike ``harness_error``."""
     harness_error: str | None = None
     input: InputLog = field(default_factory=InputLog)
 
@@ -156,6 +159,14 @@ def is_agent_code(model: object) -> bool:
     """Whether the model client is code that stands for the agent (a plug-in's model: ``agent_code``),
     looking through wrappers; the harness's own clients (litellm, offline) are not."""
     return any(_attribute(layer, "agent_code") is True for layer in _layers(model))
+
+
+def release_agent_threads(model: object) -> None:
+    """End the threads a trial's plug-in models ran on (``PluginModel.release``), looking through
+    wrappers: a thread still blocked in the model's code ends when its block does, as a daemon."""
+    for layer in _layers(model):
+        if type(layer) is PluginModel:  # by type: a plug-in's object cannot pass for one
+            layer.release()
 
 
 def model_secrets(model: object) -> frozenset[str]:
@@ -286,6 +297,9 @@ class _Loop:
                 if max_messages is not None and len(messages) >= max_messages:
                     self._stop_limit("messages")
                     break
+                if self.deadline is not None and time.monotonic() >= self.deadline:
+                    self._stop_limit("time")  # spent by the tools: the model is not asked in vain
+                    break
                 raw = await self.model.generate(self._shown(messages), self.schemas, self.config)
                 try:
                     if self.view is not None:  # agent code keeps no handle on what the record holds
@@ -355,7 +369,8 @@ async def run_loop(
     limits = limits or TrialLimits()
     loop = _Loop(model, tools, schemas, messages, limits, config or GenerateConfig())
     # One timer for the whole trial (not one per model call): it can only fire while the loop
-    # awaits the model, since tools run synchronously, so a cut never splits a tool call.
+    # awaits the model, since tools run synchronously, so a cut never splits a tool call. Agent code
+    # runs on a thread of its own (``PluginModel``), so a model that blocks cannot hold the timer.
     budget = asyncio.timeout(limits.max_seconds)
     try:
         async with budget:
@@ -363,6 +378,11 @@ async def run_loop(
     except TimeoutError as exc:
         if budget.expired():
             loop.out.termination, loop.out.limit = Termination.LIMIT, "time"
+            if loop.view is not None:  # agent code: its call is abandoned, perhaps still running
+                loop.out.agent_error = (
+                    f"the model did not return within the trial's time limit (max_seconds="
+                    f"{limits.max_seconds:g}); its call was abandoned"
+                )
         else:  # raised by the client itself, not our budget: a harness fault
             loop.out.termination = Termination.HARNESS_ERROR
             loop.out.harness_error = harness_error_text(exc, model_secrets(model))
@@ -382,4 +402,7 @@ async def run_loop(
         logger.exception("harness error in the trial loop", extra={SECRETS_ATTR: secrets})
         loop.out.termination = Termination.HARNESS_ERROR
         loop.out.harness_error = harness_error_text(exc, secrets)
+    finally:
+        if loop.view is not None:
+            release_agent_threads(model)
     return loop.out

@@ -245,15 +245,35 @@ def _audit(args: argparse.Namespace) -> int:
         Path(args.json).write_text(record_text(record))
         print(f"audit written to {args.json}")
     failing = report.passing()
+    for e in failing[:20]:
+        print(f"EXPLOIT {e['adversary']} passes {e['task']} (epoch {e['epoch']}) under {e['rules']}")
+    harness_ok = args.no_hostile or _hostile_section(bank, args)
     if failing:
-        for e in failing[:20]:
-            print(f"EXPLOIT {e['adversary']} passes {e['task']} (epoch {e['epoch']}) under {e['rules']}")
         print(
             f"bank {bank.name}: AUDIT FAILED ({len(failing)} passing adversarial trial(s) under {report.rules})"
         )
+    if failing or not harness_ok:
         return 1
-    print(f"bank {bank.name}: AUDIT PASSED (no adversary passes any task under {report.rules})")
+    held = "" if args.no_hostile else "; the harness held against every hostile agent"
+    print(f"bank {bank.name}: AUDIT PASSED (no adversary passes any task under {report.rules}{held})")
     return 0
+
+
+def _hostile_section(bank: Bank, args: argparse.Namespace) -> bool:
+    """The harness section (``apiflow/hostile:*``): its table and failed checks; True when it held."""
+    from apiflow.authoring.hostile_audit import audit_hostile, render_hostile
+
+    hostile = audit_hostile(bank, sample=args.sample, seed=args.seed)
+    trials = sum(row.trials for row in hostile.rows.values())
+    print(f"hostile agents (harness attacks): {trials} trials of epoch 1, {hostile.seconds:.1f} s")
+    for line in render_hostile(hostile):
+        print(line)
+    for e in hostile.exploits[:20]:
+        print(f"HARNESS EXPLOIT {e['adversary']} on {e['task']}: {e['check']} failed ({e['detail']})")
+    if not hostile.sound:
+        failed = len(hostile.exploits)
+        print(f"bank {bank.name}: HARNESS AUDIT FAILED ({failed} failed check(s) on hostile trials)")
+    return hostile.sound
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -286,14 +306,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     build.set_defaults(func=_build)
     verify = verbs.add_parser("verify", help="re-check a bank's manifest and re-run every gate offline")
-    verify.add_argument("bank", nargs="?", default=str(DEFAULT_BANK), help="bank folder (default: the sample bank)")
+    verify.add_argument("bank", nargs="?", default=str(DEFAULT_BANK), help="bank folder or shipped bank name: sample (default), v1")
     verify.add_argument("--manifest-only", action="store_true", help="skip the gates")
     verify.add_argument(
         "--oracle-model", default=None, help="solvability oracle (default: offline golden variation)"
     )
     verify.set_defaults(func=_verify)
     stats = verbs.add_parser("stats", help="tasks per world, axis, difficulty and chain length")
-    stats.add_argument("bank", nargs="?", default=str(DEFAULT_BANK), help="bank folder (default: the sample bank)")
+    stats.add_argument("bank", nargs="?", default=str(DEFAULT_BANK), help="bank folder or shipped bank name: sample (default), v1")
     stats.set_defaults(func=_stats)
     screen = verbs.add_parser(
         "screen-eval", help="precision/recall of the zero-pass cell screen on planted underspecified chains"
@@ -311,9 +331,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     screen.add_argument("--out", required=True, help="folder for screen_eval.json and its banks and trials")
     screen.set_defaults(func=_screen_eval)
     audit = verbs.add_parser(
-        "audit", help="run every adversarial model (apiflow/adv:*) on the bank; non-zero if any passes"
+        "audit",
+        help="run every adversarial model (apiflow/adv:*, then apiflow/hostile:*) on the bank; non-zero if "
+        "any passes or the harness gives way",
     )
-    audit.add_argument("bank", nargs="?", default=str(DEFAULT_BANK), help="bank folder (default: the sample bank)")
+    audit.add_argument("bank", nargs="?", default=str(DEFAULT_BANK), help="bank folder or shipped bank name: sample (default), v1")
     audit.add_argument("--sample", type=int, default=None, help="audit N tasks chosen by hash (default all)")
     audit.add_argument("--epochs", type=int, default=1, help="trials per adversary and task (default 1)")
     audit.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
@@ -325,5 +347,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=0,
         metavar="N",
         help="also measure refs, tokens and canaries over N oracle trials per task (default 0: skip)",
+    )
+    audit.add_argument(
+        "--no-hostile",
+        action="store_true",
+        help="skip the harness section (apiflow/hostile:* agents that attack the harness, not the grader)",
     )
     audit.set_defaults(func=_audit)

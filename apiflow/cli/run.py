@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +102,22 @@ def _prices(path: str, slug: str, model: str) -> Prices | None:
 
 def _write(record: TrialRecord, out: Path) -> Path:
     path = out / record.model / f"{record.task_id}-t{record.trial}.json"
-    path.write_text(record.to_json(), encoding="utf-8")
+    # Whole or not at all: a Ctrl-C while writing must not leave half a record among the stored ones.
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(record.to_json(), encoding="utf-8")
+    os.replace(partial, path)
     return path
+
+
+def _interrupted(trials: list[TrialPlan], stored: int, folder: Path) -> str:
+    """What a Ctrl-C left: the ``grid run`` wording, and how to play the rest (``apiflow run`` plays
+    every trial it is given, stored or not, so the rest is named by task)."""
+    left = list(dict.fromkeys(t.task.id for t in trials[stored:]))
+    rest = f"To play the rest, rerun the same command with --task {' '.join(left)}" if left else ""
+    if left and len({t.epoch for t in trials}) > 1:
+        rest += " (every epoch of each task given is played again)"
+    told = f"INTERRUPTED: {stored} of {len(trials)} trials stored in {folder}; nothing is lost."
+    return f"{told} {rest}" if rest else told
 
 
 def _summary(record: TrialRecord, path: Path) -> str:
@@ -146,17 +161,25 @@ def _run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     trials = [TrialPlan(args.model, task, epoch) for epoch in range(1, args.epochs + 1) for task in tasks]
 
+    stored = 0
+
     async def run_all() -> int:
         # One event loop for the whole run: a fresh loop per trial would cost more than the trial.
+        nonlocal stored
         harness_outcomes = 0
         async for record in run.play(trials):
             if prices is not None:
                 record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, prices)
             print(_summary(record, _write(record, out)), flush=True)
+            stored += 1
             harness_outcomes += record.is_harness_outcome
         return harness_outcomes
 
-    harness_outcomes = asyncio.run(run_all())
+    try:
+        harness_outcomes = asyncio.run(run_all())
+    except KeyboardInterrupt:  # the trials written so far stay; say so, and how to go on
+        print(_interrupted(trials, stored, out / slug), flush=True)
+        return 130
     if harness_outcomes:
         print(f"{harness_outcomes} trial(s) ended as provider/harness errors (unscored, not model failures)")
         return 1

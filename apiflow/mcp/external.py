@@ -29,9 +29,10 @@ Optional too: ``connect_timeout_s`` (default 120: the agent must make its first 
 then), ``grace_s`` (default 5: how long a command may take to leave after the trial before it is
 stopped).
 
-Whose fault is what (docs/design/081-mcp.md): an agent that cannot be started, or exits, or
-never connects before its first request is a ``provider_error`` (the agent never played: not a
-measurement, retried on resume); once connected, an agent that crashes or closes without
+Whose fault is what (docs/design/081-mcp.md): an agent that cannot be started is a
+``provider_error`` (the grid's configuration failed: retried on resume); one that exits or never
+connects before its first request is the agent's outcome (``AgentFault``: ``no_answer``, graded,
+so leaving early cannot dodge a task); once connected, an agent that crashes or closes without
 ``finish`` has stopped talking (an empty turn: ``no_answer``, graded) and one that never
 finishes meets the trial's time limit (``limit`` ``time``). Bugs in the bridge are harness errors.
 """

@@ -19,8 +19,10 @@ is ignored, so installing a package can never redirect ``openai/...`` trials to 
 (docs/design/080-plugins.md).
 
 Faults: a plug-in that cannot be loaded, or refuses a name, is a ``UsageError`` naming its
-distribution when the name is checked. Inside a trial, a model that raises in ``generate`` or breaks
-the contract is the agent's outcome (``AgentFault``: scored, the cause in ``apiflow.agent_error``);
+distribution when the name is checked. Inside a trial, its ``generate`` runs on a thread of the
+trial's own (``apiflow.models.agent_thread``), so the trial's clock holds however it blocks; a model
+that raises in ``generate`` (``KeyboardInterrupt`` and ``SystemExit`` too) or breaks the contract is
+the agent's outcome (``AgentFault``: scored, the cause in ``apiflow.agent_error``);
 a factory that raises, or a worker without the plug-in, is a ``harness_error``. Either is logged as
 one line, never a traceback.
 """
@@ -32,6 +34,7 @@ import copy
 import functools
 import importlib.metadata
 import logging
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +42,7 @@ from typing import Any
 
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
+from apiflow.models.agent_thread import AgentThread, cancelled_here
 from apiflow.models.base import AgentFault, ContextWindowExceeded, GenerateConfig, ModelClient, ModelOutput
 from apiflow.redact import record_secrets, redact, secrets_in
 from apiflow.results.prices import Prices
@@ -246,12 +250,22 @@ def _one_line(exc: BaseException, secrets: frozenset[str]) -> str:
     return text.splitlines()[0][:500] if text else text
 
 
+logger = logging.getLogger(__name__)
+
+END_TRIAL_S = 10.0
+"""How long a plug-in's ``end_trial`` hook may take (it runs after the trial's clock has stopped)."""
+
+
 class PluginModel:
     """A plug-in's model, with its faults named: whatever its ``generate`` raises (its own provider's
-    ``ProviderError`` included: the harness did not see that wire), or a return that is not a
-    ``ModelOutput``, becomes an ``AgentFault`` naming the plug-in: the agent's outcome, scored. A
-    plug-in cannot hide the tasks it fails by failing loudly (``ContextWindowExceeded`` is its limit,
-    scored as one; Ctrl-C stays the user's).
+    ``ProviderError`` included: the harness did not see that wire; ``KeyboardInterrupt``,
+    ``SystemExit`` or a ``CancelledError`` of its own too), or a return that is not a ``ModelOutput``,
+    becomes an ``AgentFault`` naming the plug-in: the agent's outcome, scored. A plug-in cannot hide the
+    tasks it fails by failing loudly (``ContextWindowExceeded`` is its limit, scored as one).
+
+    Its ``generate`` runs on the trial's ``AgentThread`` (started on the first turn, ended by
+    ``release`` when the loop ends): a plug-in that blocks cannot hold the trial's clock or its
+    process, and a Ctrl-C, delivered to the main thread, is never one it raised.
 
     ``secrets`` are the credential values of its params (``apiflow.redact.secrets_in``): every error
     text the trial records is redacted with them and the environment's."""
@@ -264,27 +278,72 @@ class PluginModel:
         self.model_api = inner.model_api or name
         self.secrets = secrets
         self.agent_code = True  # what it returns is the agent's: a turn that breaks on reading is its fault
+        self.thread: AgentThread | None = None
 
     async def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
     ) -> ModelOutput:
+        thread = self.thread
+        if thread is None:
+            thread = self.thread = AgentThread()
+            weakref.finalize(self, thread.close)  # a caller that never releases it (no loop) frees it too
+        return await thread.run(self._turn(messages, tools, config))
+
+    async def _turn(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
+    ) -> ModelOutput:
+        """One call of the plug-in, on its thread: nothing it raises leaves as anything but its fault."""
         try:
             output = await self.inner.generate(messages, tools, config)
-        except (ContextWindowExceeded, KeyboardInterrupt, asyncio.CancelledError):
-            raise  # its own limit (scored as one), the user's Ctrl-C, or the trial's clock running out
-        except BaseException as exc:  # noqa: BLE001 - SystemExit included: the agent's code ended it
-            raise AgentFault(
-                f"plug-in model {self.model_api} ({self.origin}) raised {_one_line(exc, self.secrets)}"
-            ) from None
+        except ContextWindowExceeded:
+            raise  # its own limit, scored as one
+        except asyncio.CancelledError as exc:
+            if cancelled_here():
+                raise  # the trial stopped waiting (its clock ran out): nobody reads this turn
+            raise self._fault(exc) from None
+        except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt and SystemExit too: the agent's code
+            raise self._fault(exc) from None
         if not isinstance(output, ModelOutput):
             raise AgentFault(
                 f"plug-in model {self.model_api} ({self.origin}) returned {type(output).__name__}, not a ModelOutput"
             )
         return output
 
+    def _fault(self, exc: BaseException) -> AgentFault:
+        text = _one_line(exc, self.secrets)
+        return AgentFault(f"plug-in model {self.model_api} ({self.origin}) raised {text}")
+
+    async def end_trial(self, messages: list[dict[str, Any]]) -> None:
+        """The plug-in's own ``end_trial`` hook, if it has one, told the trial is over.
+
+        The outcome is fixed by now and grading comes next, so the hook gets a copy of the
+        transcript (it cannot rewrite the record), runs on a thread of its own under
+        ``END_TRIAL_S`` (it cannot hold the trial), and whatever it raises is logged as one line
+        and changes nothing (it cannot turn a graded trial into an unscored one).
+        """
+        hook = getattr(self.inner, "end_trial", None)
+        if hook is None:
+            return
+        thread = AgentThread()
+        try:
+            async with asyncio.timeout(END_TRIAL_S):
+                await thread.run(hook(copy.deepcopy(messages)))
+        except BaseException as exc:  # noqa: BLE001 - the agent's code: never the trial's outcome
+            if isinstance(exc, asyncio.CancelledError) and cancelled_here():
+                raise
+            logger.warning("plug-in model %s: end_trial ignored: %s", self.model_api, _one_line(exc, self.secrets))
+        finally:
+            thread.close()
+
+    def release(self) -> None:
+        """End the trial's thread (the loop's last act): at once when idle, else when its block ends."""
+        thread, self.thread = self.thread, None
+        if thread is not None:
+            thread.close()
+
     def __getattr__(self, attr: str) -> Any:
         # Optional hooks a trial may look for (e.g. ``end_trial``) reach the plug-in's model.
-        if attr == "inner":  # not set yet (copy, unpickling): no recursion
+        if attr in ("inner", "thread"):  # not set yet (copy, unpickling): no recursion
             raise AttributeError(attr)
         return getattr(self.inner, attr)
 

@@ -13,6 +13,7 @@ from typing import Any
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
 from apiflow.models.adversarial import ADV_PREFIX, ADVERSARIES, ADVERSARY_MODELS, adversary_model
+from apiflow.models.adversarial.hostile import HOSTILE_MODELS, HOSTILE_PREFIX, HOSTILES, hostile_model
 from apiflow.models.base import ModelClient
 from apiflow.models.calibrated import calibrated_model, is_calibrated_profile
 from apiflow.models.offline import ScriptedModel, blank_model, oracle_model
@@ -110,7 +111,15 @@ def check_model_name(name: str) -> None:
         if not name[len(EXTERNAL_PREFIX) :]:
             raise UsageError(f"bad model name {name!r}: external/<label> names an external agent")
         return
-    if is_offline(name) and name not in OFFLINE_MODELS and name not in ADVERSARY_MODELS:
+    if (
+        is_offline(name)
+        and name not in OFFLINE_MODELS
+        and name not in ADVERSARY_MODELS
+        and name not in HOSTILE_MODELS
+    ):
+        if name.startswith(HOSTILE_PREFIX):
+            known = ", ".join(HOSTILES)
+            raise UsageError(f"unknown hostile adversary {name[len(HOSTILE_PREFIX) :]!r}; known: {known}")
         if name.startswith(ADV_PREFIX):
             known = ", ".join(ADVERSARIES)
             raise UsageError(f"unknown adversary {name[len(ADV_PREFIX) :]!r}; known: {known}")
@@ -133,7 +142,8 @@ def make_model(name: str, task: Task, seed: int, params: dict[str, Any] | None =
 
     Args:
         name: ``apiflow/oracle``, ``apiflow/blank``, ``apiflow/sim:<profile>``, ``apiflow/adv:<name>``
-            (a cheating agent, ``apiflow.models.adversarial``), ``external/<label>`` (an agent over
+            (a cheating agent, ``apiflow.models.adversarial``), ``apiflow/hostile:<name>`` (an agent that
+            attacks the harness, ``apiflow.models.adversarial.hostile``), ``external/<label>`` (an agent over
             MCP), ``<prefix>/<model>`` of an installed plug-in (``apiflow.models.plugins``), or any
             litellm model id (e.g. ``openai/gpt-5-mini``), which goes to the litellm adapter.
         task: The trial's task (offline models play or perturb its golden solution).
@@ -155,6 +165,8 @@ def make_model(name: str, task: Task, seed: int, params: dict[str, Any] | None =
         return sim_model(task, seed, name[len(SIM_PREFIX) :])
     if name.startswith(ADV_PREFIX):
         return adversary_model(name[len(ADV_PREFIX) :], task, seed)
+    if name.startswith(HOSTILE_PREFIX):
+        return hostile_model(name[len(HOSTILE_PREFIX) :], task, seed)
     if name.startswith(EXTERNAL_PREFIX):
         # apiflow.mcp registers it (pyproject's entry points): loaded on use, since the MCP bridge
         # loads the mcp SDK, which offline runs never need.

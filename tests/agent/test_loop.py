@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -117,6 +118,35 @@ class _SlowModel:
 def test_wall_time_limit_cuts_a_hanging_model_call() -> None:
     outcome, _, _ = _run(_SlowModel(), TrialLimits(max_seconds=0.05))
     assert (outcome.termination, outcome.limit, outcome.model_calls) == (Termination.LIMIT, "time", 0)
+
+
+class _SlowToolbox(FakeToolbox):
+    def call(self, name: str, arguments: dict[str, Any] | str, scanned: Any = None) -> Any:
+        time.sleep(0.1)  # past the trial's clock
+        return super().call(name, arguments, scanned)
+
+
+class _CountingModel:
+    """One tool call, then an answer; never suspends, so no timer could cut it mid-call."""
+
+    model_api = "counting"
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def generate(self, messages: list, tools: list, config: GenerateConfig) -> ModelOutput:
+        self.asked += 1
+        if self.asked == 1:
+            return ModelOutput(tool_calls=(ToolCall("c1", "search", {"query": "x"}),))
+        return ModelOutput(text="done")
+
+
+def test_a_clock_spent_by_the_tools_ends_the_trial_before_the_model_is_asked_again() -> None:
+    model = _CountingModel()
+    outcome, _, _ = _run(model, TrialLimits(max_seconds=0.05), _SlowToolbox())
+    assert (outcome.termination, outcome.limit) == (Termination.LIMIT, "time")
+    assert outcome.model_calls == model.asked == 1
+    assert outcome.agent_error is None  # the harness's own clients: nothing of the agent's to name
 
 
 class _FailingModel:

@@ -4,7 +4,8 @@ Each adversary is an ordinary ``ModelClient`` (a ``ScriptedModel``) whose script
 solution with some labour cut out or corrupted (``families``). They exist to be graded: a
 task is sound only if every one of them fails it (``apiflow bank audit``, docs/design/011).
 Scripts are drawn up front from one ``random.Random`` seeded from (adversary, task id, seed)
-by sha256, so a trial replays exactly, like the sims.
+by sha256, so a trial replays exactly, like the sims. The harness's adversaries (``apiflow/hostile:``,
+agent code that attacks the harness rather than the grader) are in ``hostile``.
 """
 
 from __future__ import annotations
