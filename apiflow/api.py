@@ -35,6 +35,7 @@ from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.errors import UsageError
 from apiflow.models import GenerateConfig, check_model_name, model_prices, model_slug
 from apiflow.models.registry import price_source
+from apiflow.results.canary_key import CanaryKey
 from apiflow.results.prices import DEFAULT_PRICE_TABLE, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
 from apiflow.results.rows import record_to_row, rows_to_table
@@ -56,9 +57,13 @@ def run_task(
     bank: str | Path = DEFAULT_BANK,
     params: dict[str, Any] | None = None,
     limits: TrialLimits | None = None,
+    canary_key: CanaryKey | None = None,
 ) -> pa.Table:
     """Run ``epochs`` trials of one task with one model, in this process; one row per trial."""
-    return run_trials([model], [task], epochs=epochs, seed=seed, bank=bank, params=params, limits=limits)
+    return run_trials(
+        [model], [task], epochs=epochs, seed=seed, bank=bank, params=params, limits=limits,
+        canary_key=canary_key,
+    )  # fmt: skip
 
 
 def run_trials(
@@ -73,6 +78,7 @@ def run_trials(
     config: GenerateConfig | None = None,
     prices: str | Path = DEFAULT_PRICE_TABLE,
     records: list[TrialRecord] | None = None,
+    canary_key: CanaryKey | None = None,
 ) -> pa.Table:
     """A small grid in this process: every model × task × epoch, one row per trial.
 
@@ -87,6 +93,9 @@ def run_trials(
         config: Generation parameters (temperature, max_tokens, extra).
         prices: Price table for ``cost_usd`` (plug-ins without an entry: their own price, else free).
         records: If given, every trial's full record is appended to it (messages, grading).
+        canary_key: A secret canary key (``apiflow.results.canary_key``: ``CanaryKey.new()``, or a
+            results folder's ``folder_key``) for canary forms no released record predicts; None
+            (the default) derives them from the seed alone, as ``apiflow run --canary-key none``.
 
     Raises:
         UsageError: Unknown model or task, bad bank, ``epochs`` < 1.
@@ -115,7 +124,7 @@ def run_trials(
             source = price_source(table, slug, name) if price is not None else table.version
             run = Run(
                 loaded, run_id_for(loaded.hash, slug, [t.id for t in chosen], epochs, seed), seed, limits,
-                config, params, replay,
+                config, params, replay, canary_key,
             )  # fmt: skip
             trials = [TrialPlan(name, task, epoch) for epoch in range(1, epochs + 1) for task in chosen]
             async for record in run.play(trials):

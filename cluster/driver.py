@@ -31,8 +31,9 @@ from apiflow.results.taskid import parse_task_id
 from cluster.budget import SpendOnRecord, checkpoint, spend_on_record
 from cluster.dispatch import Dispatcher
 from cluster.estimate import estimate_grid, estimate_lines, expected_costs
-from cluster.manifest import attempt_info, build_manifest, grid_id
-from cluster.plan import PlannedTrial, plan_grid, remaining
+from cluster.extend import check_extension, extended_manifest
+from cluster.manifest import attempt_info, build_manifest, grid_canary_key, grid_id, settled_seed
+from cluster.plan import PlannedTrial, plan_grid, resume_plan
 from cluster.preflight import missing_keys, rejected_keys
 from cluster.progress import GridProgress, Tally
 from cluster.report import GridSummary
@@ -96,6 +97,7 @@ def _tally(tally: Tally, outcome: TrialOutcome, summary: GridSummary) -> None:
     if outcome.harness:
         tally.harness += 1
         model["harness"] += 1
+        summary.unscored(outcome)
     elif outcome.passed is not None:
         tally.scored += 1
         tally.passed += bool(outcome.passed)
@@ -169,7 +171,8 @@ def inline_spec(spec: GridSpec) -> str | bytes:
 
 
 def run_grid(
-    spec: GridSpec, *, address: str | None = None, dry_run: bool = False, progress: bool = True
+    spec: GridSpec, *, address: str | None = None, dry_run: bool = False, progress: bool = True,
+    retry_unscored: bool = False, extend: bool = False,
 ) -> GridSummary:
     """Run (or resume) a grid until every planned trial is stored, the budget is reached, or it fails.
 
@@ -179,6 +182,9 @@ def run_grid(
             unless ``RAY_ADDRESS`` is set (as it is inside ``ray job submit``).
         dry_run: Plan, print the estimate and stop (no Ray, nothing written).
         progress: Show the live progress display.
+        retry_unscored: Also run the trials already unscored ``spec.max_unscored_attempts`` times.
+        extend: The output holds a grid this one extends (more epochs, models or tasks): run only the
+            new trials beside the stored ones (``cluster.extend``).
 
     Returns:
         What happened, for the caller to print (``GridSummary.lines()``).
@@ -190,13 +196,20 @@ def run_grid(
     bank = load_checked_bank(spec)
     prices = load_price_table(spec.price_table)
     model_prices = [price_for(prices, m) for m in spec.models]
-    plan = plan_grid(spec, bank)
+    seed_drawn = spec.seed is None
     if not dry_run:
         check_output(spec.out)  # a file or a read-only folder: refused before any work
     store = ResultStore(spec.out, spec.storage_options)
-    todo = remaining(plan, store.done_ids())  # the store's first request: no credentials, no endpoint
-    summary = GridSummary(spec=spec, planned=len(plan), already_done=len(plan) - len(todo))
-    for line in estimate_lines(spec, estimate_grid(spec, todo, model_prices, len(plan))):
+    if seed_drawn:  # the seed its first run drew, kept in the manifest (a dry run draws one for its estimate)
+        spec, _ = settled_seed(spec, store.read_manifest())
+    plan = plan_grid(spec, bank)
+    # The store's first request (no credentials, no endpoint) is resume_plan's.
+    state = resume_plan(plan, store, spec.max_unscored_attempts, retry_unscored)
+    todo = state.todo
+    summary = GridSummary(spec=spec, planned=len(plan), already_done=state.stored, already_final=state.final,
+                          attempts=state.attempts, retry_unscored=retry_unscored)  # fmt: skip
+    estimate = estimate_grid(spec, todo, model_prices, len(plan) - state.final)
+    for line in estimate_lines(spec, estimate) + summary.plan_lines():
         print(line, file=sys.stderr)
     keyless = missing_keys(spec) if todo else []
     if dry_run:
@@ -211,10 +224,10 @@ def run_grid(
     gid = grid_id(spec, bank)
     run_id = gid[:22]
     stored = store.read_manifest()
-    if stored is not None and stored.get("grid_id") != gid:  # as write_manifest would, before Ray starts
-        raise UsageError(
-            f"{store.url} already holds results of another grid ({stored.get('grid_id')!r}); choose another --out"
-        )
+    extending = stored is not None and stored.get("grid_id") != gid
+    if extending:  # as write_manifest would refuse it, before Ray starts; unless --extend and it does
+        assert stored is not None
+        check_extension(stored, spec, bank, {p.trial_id for p in plan}, extend=extend, url=store.url)
     summary.phases["plan_s"] = time.monotonic() - started
     attempt = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     check_free(store.objects)  # one writer per folder: a live holder is named before Ray starts
@@ -227,7 +240,14 @@ def run_grid(
         cluster.close()
         raise
     try:
-        store.write_manifest(build_manifest(spec, bank, prices, len(plan)))
+        # The output's secret canary key, made before any trial; every worker reads it from the store
+        # (it never travels through Ray), and the manifest names its id only.
+        spec, key = grid_canary_key(spec, store, stored)
+        manifest = build_manifest(spec, bank, prices, len(plan), seed_drawn=seed_drawn, canary_key=key)
+        if extending and stored is not None:
+            store.replace_manifest(extended_manifest(manifest, stored), stored)
+        else:
+            store.write_manifest(manifest)
         store.write_attempt(attempt, attempt_info(run_id, {"address": address}))
         # The grid's spend before this run: the budget's starting point, and the live line's.
         summary.on_record = spend_on_record(store)
@@ -245,7 +265,8 @@ def run_grid(
         planned = {p.trial_id for p in plan}
         summary.stored_at_stop = len(planned & store.done_ids())
     elif summary.complete:  # before saying "stored": read back what the store holds for the plan
-        summary.verdict = verify_store(store, {p.trial_id for p in plan}, full=False)
+        planned_ids = {p.trial_id for p in plan}
+        summary.verdict = verify_store(store, planned_ids, full=False, bound=spec.max_unscored_attempts)
     summary.wall_s = time.monotonic() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     summary.driver_peak_rss_mb = usage.ru_maxrss / 1024
@@ -421,7 +442,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.budget_usd is not None and args.budget_usd <= 0:
         raise UsageError("--budget-usd must be positive")
     spec = spec.with_overrides(out=args.out, budget_usd=args.budget_usd)
-    summary = run_grid(spec, address=args.address, dry_run=args.dry_run, progress=not args.no_progress)
+    summary = run_grid(spec, address=args.address, dry_run=args.dry_run, progress=not args.no_progress,
+                       retry_unscored=args.retry_unscored, extend=args.extend)
     summary.resume = f"apiflow grid run {args.grid} --out {spec.out}"
     for line in summary.lines(dry_run=args.dry_run, verbose=args.verbose):
         print(line)

@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import secrets
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from apiflow.bank import Bank
+from apiflow.errors import UsageError
+from apiflow.results.canary_key import KEY_PARTS, NONE, CanaryKey, folder_key
 from apiflow.results.prices import PriceTable
+from apiflow.results.store import ResultStore
 from apiflow.tools import tool_schema_hash
 from cluster.plan import trial_limits
 from cluster.spec import GridSpec, canonical_hash
 
 PACKAGES = ("apiflow", "ray", "pyarrow", "fsspec", "s3fs", "pydantic", "tenacity", "litellm")
+DRAWN_SEEDS = 2**48
+"""A drawn grid seed is below this (an int any JSON reader, a browser's too, keeps exactly)."""
+CANARY_KEY_ID = "canary_key_id"
+"""The manifest's field naming the grid's canary key (None: no key); a manifest without it predates keys."""
 
 
 def grid_id(spec: GridSpec, bank: Bank) -> str:
@@ -49,12 +57,74 @@ def git_state(repo: Path | None = None) -> dict[str, Any]:
     return {"commit": git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
 
 
-def build_manifest(spec: GridSpec, bank: Bank, prices: PriceTable, planned: int) -> dict[str, Any]:
-    """The manifest of a grid's output (identical on every resume of the same grid)."""
+def settled_seed(spec: GridSpec, stored: dict[str, Any] | None) -> tuple[GridSpec, bool]:
+    """``(spec with its seed, whether the seed was drawn)``: the spec's own seed; else the one the grid's
+    first run drew (the stored manifest's); else a new draw, which the manifest then keeps.
+
+    A grid that states its seed keeps it and its grid id; one without a seed shares none with
+    other grids by default, and its resume plans the same trials as its first run.
+    """
+    if spec.seed is not None:
+        return spec, False
+    seed = ((stored or {}).get("grid") or {}).get("seed")
+    if not isinstance(seed, int):
+        seed = secrets.randbelow(DRAWN_SEEDS)
+    return spec.with_overrides(seed=seed), True
+
+
+def grid_canary_key(
+    spec: GridSpec, store: ResultStore, stored: dict[str, Any] | None
+) -> tuple[GridSpec, CanaryKey | None]:
+    """The grid's canary key (made in the output at its first run, found again on resume) and the
+    spec the workers get (``canary_key: none`` when the grid has none).
+
+    A grid stored before canary keys (its manifest names none) keeps running without one, so a
+    resume makes the records its first run would have.
+
+    Raises:
+        UsageError: The spec's mode is not the one the stored grid ran with, or the output's key is
+            not the one its manifest names.
+    """
+    if stored is not None and CANARY_KEY_ID not in stored:
+        return spec.with_overrides(canary_key=NONE), None
+    named = stored[CANARY_KEY_ID] if stored is not None else None
+    if stored is not None and (named is None) != (spec.canary_key == NONE):
+        ran = "none" if named is None else "folder"
+        raise UsageError(
+            f"{store.url} holds a grid run with canary_key: {ran}, and this grid says {spec.canary_key}; "
+            "a grid keeps the mode it started with"
+        )
+    if spec.canary_key == NONE:
+        return spec, None
+    key = folder_key(store.objects)
+    if named is not None and key.id != named:
+        raise UsageError(
+            f"{store.url}: its canary key {key.id} is not the key {named} its grid ran with; "
+            f"restore that key at {'/'.join(KEY_PARTS)}"
+        )
+    return spec, key
+
+
+def build_manifest(
+    spec: GridSpec,
+    bank: Bank,
+    prices: PriceTable,
+    planned: int,
+    *,
+    seed_drawn: bool = False,
+    canary_key: CanaryKey | None = None,
+) -> dict[str, Any]:
+    """The manifest of a grid's output (identical on every resume of the same grid).
+
+    It names the canary key by its id only (the key stays under ``_secret/``), and says whether the
+    grid's seed was drawn at its first run (``settled_seed``).
+    """
     from apiflow.agent.ids import agent_version
 
     return {
         "grid_id": grid_id(spec, bank),
+        "seed_drawn": seed_drawn,
+        CANARY_KEY_ID: canary_key.id if canary_key is not None else None,
         "grid": _public(spec),
         "bank": {"name": bank.name, "hash": bank.hash, "tasks": len(bank.tasks)},
         "price_table": {"version": prices.version, "hash": prices.hash},

@@ -13,13 +13,19 @@ import gc
 import hashlib
 import json
 import random
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from typing import Any
 
 from apiflow.agent import TrialLimits
 from apiflow.agent.ids import agent_version
+from apiflow.analysis.outcomes import kind_of
 from apiflow.bank import Bank, Task
 from apiflow.errors import UsageError
+from apiflow.models.retry import QUOTA_KIND
+from apiflow.results.store import ResultStore
 from apiflow.tools import tool_schema_hash
 from cluster.spec import GridModel, GridSpec, Sample, canonical_hash
 
@@ -82,7 +88,7 @@ def select_tasks(spec: GridSpec, bank: Bank) -> list[Task]:
         and t.id not in left_out
     ]
     if wanted.sample is not None:
-        kept = _sampled(kept, wanted.sample, spec.seed)
+        kept = _sampled(kept, wanted.sample, spec.base_seed)
     if not kept:
         used = wanted.model_dump(exclude_defaults=True, exclude={"count"})
         raise UsageError(f"the grid's task filter {used or {}} keeps no task of bank {bank.name}")
@@ -109,7 +115,8 @@ def task_slots(spec: GridSpec, bank: Bank) -> list[tuple[Task, int]]:
     """``(task, seed)`` per task slot: each selected task once, or cycled to ``tasks.count`` slots."""
     tasks = select_tasks(spec, bank)
     count = spec.tasks.count or len(tasks)
-    return [(tasks[i % len(tasks)], spec.seed + (i // len(tasks)) * CYCLE_SEED_STRIDE) for i in range(count)]
+    seed = spec.base_seed
+    return [(tasks[i % len(tasks)], seed + (i // len(tasks)) * CYCLE_SEED_STRIDE) for i in range(count)]
 
 
 def plan_grid(spec: GridSpec, bank: Bank) -> list[PlannedTrial]:
@@ -144,7 +151,7 @@ def _plan(spec: GridSpec, bank: Bank) -> list[PlannedTrial]:
         for task, seed, task_json, seed_json in slots
         for mi, (slug_json, route_json) in enumerate(models)
     ]
-    return run_order(trials, spec.seed)
+    return run_order(trials, spec.base_seed)
 
 
 class TrialIds:
@@ -208,3 +215,53 @@ def _spread(queues: list[list[PlannedTrial]]) -> list[PlannedTrial]:
 def remaining(plan: list[PlannedTrial], done: set[str]) -> list[PlannedTrial]:
     """The planned trials without a stored row, order kept."""
     return [t for t in plan if t.trial_id not in done]
+
+
+# ---- resume: what a rerun runs ------------------------------------------------------------------
+# A harness/provider outcome is unscored and, by default, retried on resume. Without a bound a trial
+# whose world or provider fails every time would be planned (and paid for) forever, and a grid whose
+# last trials always fail would never end: after ``GridSpec.max_unscored_attempts`` such attempts
+# the trial is final (reported unscored), until ``grid run --retry-unscored`` (docs/design/045, §6).
+
+
+def failed_attempts(store: ResultStore, done: AbstractSet[str]) -> list[dict[str, Any]]:
+    """Each unscored attempt on record of a trial still without a row (``trial_id``, ``model``, ``harness_error``)."""
+    return store.failed_attempts(["trial_id", "model", "harness_error"], skip=done).to_pylist()
+
+
+def attempts_toward_bound(attempts: Iterable[dict[str, Any]]) -> Counter[str]:
+    """Per trial, its attempts that count toward the bound: every one but an account out of quota
+    (the trial never ran; a parked provider's "add credit, then rerun" must hold however often)."""
+    return Counter(a["trial_id"] for a in attempts if kind_of(a["harness_error"]) != QUOTA_KIND)
+
+
+def final_ids(counts: Counter[str], bound: int) -> set[str]:
+    """The trials with ``bound`` or more unscored attempts: unscored, final."""
+    return {trial_id for trial_id, n in counts.items() if n >= bound}
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A plan held against the store: what to run, what is stored, what is final."""
+
+    todo: list[PlannedTrial]
+    stored: int
+    """Planned trials with a stored row."""
+    final: int
+    """Planned trials left out as unscored, final (0 with ``retry_unscored``)."""
+    attempts: dict[str, int] = field(default_factory=dict)
+    """Unscored attempts on record (toward the bound) of each planned trial without a row."""
+
+
+def resume_plan(plan: list[PlannedTrial], store: ResultStore, bound: int, retry_unscored: bool = False) -> Resume:
+    """The planned trials a run of this grid runs: neither stored nor, unless ``retry_unscored``,
+    unscored ``bound`` times already. Reads the store's rows (first: a store out of reach fails
+    here, before anything starts), then its failure rows."""
+    done = store.done_ids()
+    planned = {t.trial_id for t in plan}
+    counts = attempts_toward_bound(failed_attempts(store, done))
+    attempts = {t: n for t, n in counts.items() if t in planned}
+    final = set() if retry_unscored else final_ids(counts, bound)
+    todo = remaining(plan, done | final)
+    stored = len(planned & done)
+    return Resume(todo=todo, stored=stored, final=len(plan) - len(todo) - stored, attempts=attempts)

@@ -32,6 +32,8 @@ class Tally:
     passed: int = 0
     scored: int = 0
     harness: int = 0
+    final: int = 0
+    """Trials whose unscored outcome here was their last allowed one (``GridSpec.max_unscored_attempts``)."""
     retries: int = 0
     spent_usd: float = 0.0
     stored_usd: float = 0.0
@@ -73,7 +75,7 @@ class Tally:
         eta = self.eta_s()
         clock = f"{_clock(time.monotonic() - self.began)} elapsed" + (f", ETA {_clock(eta)}" if eta is not None else "")
         return (
-            f"pass {rate} · harness {self.harness} · {money} · {clock} · retries {self.retries}"
+            f"pass {rate} · harness {self.harness}{f' ({self.final} final)' if self.final else ''} · {money} · {clock} · retries {self.retries}"
             f" · 429s {self.rate_limited} · gate wait {self.gate_wait_s:.1f}s"
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from apiflow.models.retry import QUOTA_KIND
 from cluster.budget import SpendOnRecord
 from cluster.progress import Tally
 from cluster.spec import GridSpec
@@ -48,35 +49,78 @@ class GridSummary:
     """The command that resumes this grid."""
     verdict: Any = None
     """The store read back at the end (``cluster.verify.Verdict``), when the run thought it complete."""
+    already_final: int = 0
+    """Planned trials not run: unscored ``spec.max_unscored_attempts`` times before this run."""
+    attempts: dict[str, int] = field(default_factory=dict)
+    """Unscored attempts on record (toward the bound) per trial without a row; this run's added."""
+    retry_unscored: bool = False
+    """``--retry-unscored``: the trials already final were planned again."""
+    final_now: set[str] = field(default_factory=set)
+    """Trials this run's unscored outcome brought to the bound."""
 
     def model(self, index: int) -> dict[str, Any]:
         """Per-model counters (created on first use)."""
-        return self.per_model.setdefault(index, {"scored": 0, "passed": 0, "harness": 0, "spent_usd": 0.0})
+        return self.per_model.setdefault(
+            index, {"scored": 0, "passed": 0, "harness": 0, "final": 0, "spent_usd": 0.0}
+        )
+
+    def unscored(self, outcome: Any) -> None:
+        """One more unscored attempt of ``outcome``'s trial (a ``TrialOutcome``); at the bound the trial
+        is final. An account out of quota is not an attempt (``cluster.plan.attempts_toward_bound``)."""
+        if outcome.fault == QUOTA_KIND or outcome.trial_id in self.final_now:
+            return
+        attempts = self.attempts.get(outcome.trial_id, 0) + 1
+        self.attempts[outcome.trial_id] = attempts
+        if attempts >= self.spec.max_unscored_attempts:
+            self.final_now.add(outcome.trial_id)
+            self.tally.final += 1
+            self.model(outcome.model_index)["final"] += 1
+
+    @property
+    def final_total(self) -> int:
+        """Planned trials unscored, final: before this run (unless retried) and by it."""
+        return self.already_final + self.tally.final
 
     @property
     def complete(self) -> bool:
-        """Every planned trial is stored (duplicates: stored by an attempt whose actor then died), and
-        the store, read back at the end, holds every one of them."""
-        counted = self.already_done + self.tally.stored + self.tally.duplicates == self.planned
+        """Every planned trial is stored (duplicates: stored by an attempt whose actor then died) or
+        unscored, final, and the store, read back at the end, holds every stored one."""
+        t = self.tally
+        counted = self.already_done + t.stored + t.duplicates + self.final_total == self.planned
         return counted and (self.verdict is None or self.verdict.missing == 0)
+
+    def plan_lines(self) -> list[str]:
+        """What the plan leaves out as unscored, final (or plans again), printed under the estimate."""
+        bound = self.spec.max_unscored_attempts
+        if self.retry_unscored:
+            again = sum(n >= bound for n in self.attempts.values())
+            return [f"  --retry-unscored: {again} unscored, final trials planned again"] if again else []
+        if not self.already_final:
+            return []
+        return [
+            f"  {self.already_final} trials unscored, final ({bound} unscored attempts each: the provider or the "
+            "harness, never the agent): not planned again; --retry-unscored plans them"
+        ]
 
     def lines(self, dry_run: bool = False, verbose: bool = False) -> list[str]:
         """The summary as printed at the end of a run: the grid first (what is stored, what passed, the
         spend on record) and where to look next; ``verbose`` adds where the time and CPU went."""
         t = self.tally
         if dry_run:
-            return [
-                f"dry run: {self.planned - self.already_done} of {self.planned} trials would run; nothing started"
-            ]
+            todo = self.planned - self.already_done - self.already_final
+            final = f"; {self.already_final} unscored, final (--retry-unscored runs them)" if self.already_final else ""
+            return [f"dry run: {todo} of {self.planned} trials would run{final}; nothing started"]
         stored_total = self.already_done + t.stored + t.duplicates
         if self.verdict is not None:  # what the store holds, read back, not what the run counted
             stored_total = self.verdict.stored
+        final = f", {self.final_total} unscored, final" if self.final_total else ""
         out = [
             f"grid {self.spec.name}: {stored_total}/{self.planned} trials stored "
-            f"({self.already_done} before this run, {t.stored} now) in {self.wall_s:.1f}s -> {self.spec.out}",
+            f"({self.already_done} before this run, {t.stored} now){final} in {self.wall_s:.1f}s -> {self.spec.out}",
             f"  this run: scored {t.scored}, passed {t.passed}"
-            + (f" ({t.passed / t.scored:.1%})" if t.scored else "")
-            + f"; unscored (harness/provider) {t.harness}, retried on resume",
+            + (f" ({_rates(t.passed, t.scored, t.harness)})" if t.scored or t.harness else "")
+            + f"; unscored (harness/provider) {t.harness}"
+            + (f": {t.harness - t.final} retried on resume, {t.final} final" if t.final else ", retried on resume"),
             f"  spend ${t.spent_usd:.4f} by this run; ${self.grid_usd:.4f} on record for the grid"
             + (f" (cap ${self.spec.budget_usd:.2f})" if self.spec.budget_usd else "")
             + f"; provider retries {t.retries}; re-queued after actor loss {t.requeued}"
@@ -148,8 +192,9 @@ class GridSummary:
             out.append(
                 f"  {self.abandoned} trials lost their actor {5}+ times and were left for the next resume"
             )
+        out.extend(self._final_lines())
         if not self.complete and not self.budget_reached and not self.interrupted:
-            left = self.planned - stored_total
+            left = self.planned - stored_total - self.final_total
             out.append(
                 f"  {left} trials not stored (harness/provider outcomes or abandoned): rerun to retry them"
             )
@@ -165,17 +210,32 @@ class GridSummary:
             return float(self.ledger["spent_usd"])
         return before + self.tally.spent_usd
 
+    def _final_lines(self) -> list[str]:
+        """The trials left unscored for good, and how to run them anyway."""
+        if not self.final_total:
+            return []
+        again = f"{self.resume} --retry-unscored" if self.resume else "grid run --retry-unscored"
+        return [
+            f"  UNSCORED, FINAL: {self.final_total} trials reached {self.spec.max_unscored_attempts} unscored attempts "
+            "(the provider or the harness failed, never the agent) and are not planned again; apiflow report "
+            f"shows them as unscored (failures under --count-unscored). To retry them: {again}"
+        ]
+
     def _model_lines(self) -> list[str]:
-        """Per model, this run: stored, scored and passed, unscored, and what it spent."""
+        """Per model, this run: scored, the pass rate on scored trials and with unscored ones as
+        failures (so failures hidden as unscored trials show), unscored and final, and what it spent."""
         if len(self.spec.models) < 2 or not self.per_model:
             return []
         width = max(len(m.slug) for m in self.spec.models)
         out = []
         for index, counts in sorted(self.per_model.items()):
-            rate = f"{counts['passed'] / counts['scored']:.1%}" if counts["scored"] else "-"
+            scored, passed, unscored = counts["scored"], counts["passed"], counts["harness"]
+            rate = f"{passed / scored:.1%}" if scored else "-"
+            strict = f"{passed / (scored + unscored):.1%}" if scored + unscored else "-"
+            final = f" ({counts['final']} final)" if counts["final"] else ""
             out.append(
-                f"    {self.spec.models[index].slug:<{width}}  scored {counts['scored']:>5}  pass {rate:>6}  "
-                f"unscored {counts['harness']:>4}  ${counts['spent_usd']:.4f}"
+                f"    {self.spec.models[index].slug:<{width}}  scored {scored:>5}  pass {rate:>6}  "
+                f"pass (unscored = fail) {strict:>6}  unscored {unscored:>4}{final}  ${counts['spent_usd']:.4f}"
             )
         return out
 
@@ -202,6 +262,12 @@ class GridSummary:
             f"  driver CPU {self.driver_cpu_s:.1f} s, of which the trial phase {self.driver_trial_cpu_s:.2f} s "
             f"({self.driver_trial_cpu_s * 1000 / done:.3f} ms per trial run)",
         ]
+
+
+def _rates(passed: int, scored: int, unscored: int) -> str:
+    """``70.0% of scored, 58.3% with unscored as failures``."""
+    rate = f"{passed / scored:.1%} of scored" if scored else "none scored"
+    return f"{rate}, {passed / (scored + unscored):.1%} with unscored as failures"
 
 
 def _collector(workers: list[dict[str, Any]], per: float) -> str:

@@ -205,7 +205,14 @@ class RateLimit(BaseModel):
 
 
 class GridSpec(BaseModel):
-    """A grid of trials: models × tasks × epochs, and how to run and store it."""
+    """A grid of trials: models × tasks × epochs, and how to run and store it.
+
+    ``seed`` None (a grid file without ``seed:``): drawn at the grid's first run and kept in its
+    manifest, so new grids share no seed by default (``cluster.manifest.settled_seed``); a grid
+    built in code without one keeps 0. ``canary_key``: ``folder`` derives canary forms from the
+    output's secret key (``apiflow.results.canary_key``), ``none`` from the seed alone; neither
+    enters the grid id (trial ids are the same either way).
+    """
 
     model_config = _FROZEN
 
@@ -215,7 +222,8 @@ class GridSpec(BaseModel):
     models: list[GridModel] = Field(min_length=1)
     tasks: TaskFilter = Field(default_factory=TaskFilter)
     epochs: int = Field(default=1, ge=1)
-    seed: int = 0
+    seed: int | None = 0
+    canary_key: Literal["folder", "none"] = "folder"
     out: str = "results/grid"
     storage_options: dict[str, Any] = Field(default_factory=dict)
     row_format: Literal["parquet", "arrow"] = "parquet"
@@ -225,6 +233,9 @@ class GridSpec(BaseModel):
     concurrency: Concurrency = Field(default_factory=Concurrency)
     limits: Limits = Field(default_factory=Limits)
     retry: Retry = Field(default_factory=Retry)
+    max_unscored_attempts: int = Field(default=3, ge=1)
+    """A trial with this many unscored (harness/provider) attempts on record is not planned again:
+    it stays unscored, final, until ``grid run --retry-unscored`` (``cluster.plan.resume_plan``)."""
     ratelimits: dict[str, RateLimit] = Field(default_factory=dict)
     ratelimits_file: str | None = None
     preflight: Literal["auto", "call", "env", "off"] = "auto"
@@ -247,9 +258,20 @@ class GridSpec(BaseModel):
             "models": [m.model_dump(mode="json", exclude={"provider", "params"}) for m in self.models],
             "tasks": self.tasks.identity(),
             "epochs": self.epochs,
-            "seed": self.seed,
+            "seed": self.base_seed,
             "limits": self.limits.model_dump(mode="json"),
         }
+
+    @property
+    def base_seed(self) -> int:
+        """The seed trials derive from.
+
+        Raises:
+            UsageError: The seed is still to be drawn (``cluster.manifest.settled_seed`` first).
+        """
+        if self.seed is None:
+            raise UsageError(f"grid {self.name} has no seed yet: it is drawn at the grid's first run")
+        return self.seed
 
     def with_overrides(self, **changes: Any) -> GridSpec:
         """A copy with top-level fields replaced (CLI flags); validated again."""
@@ -281,6 +303,7 @@ def load_grid(path: str | Path) -> GridSpec:
         raise UsageError(f"grid {path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise UsageError(f"grid {path} must be a mapping")
+    data = {"seed": None, **data}  # a grid file without a seed gets one drawn at its first run
     tasks = data.get("tasks")
     if isinstance(tasks, dict) and "exclude_file" in tasks:
         tasks = dict(tasks)

@@ -1,4 +1,4 @@
-"""``grid status OUT``: done / remaining / failed by model, and spend, read from the store alone."""
+"""``grid status OUT``: done / remaining / unscored by model, both pass rates, and spend, read from the store alone."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from apiflow.errors import UsageError
 from apiflow.results.quarantine import PREFIX as QUARANTINE
 from apiflow.results.store import ResultStore
 from cluster.budget import spend_on_record
-from cluster.plan import plan_grid
+from cluster.plan import PlannedTrial, attempts_toward_bound, failed_attempts, final_ids, plan_grid
 from cluster.spec import GridSpec
 from cluster.worker import load_checked_bank
 
@@ -26,14 +26,6 @@ def _spend_line(store: ResultStore, spec: GridSpec) -> str:
     )
 
 
-def _failed_attempts(store: ResultStore, done: set[str]) -> list[dict[str, Any]]:
-    """Every failed attempt of a trial still not stored (``trial_id``, ``harness_error``), read once."""
-    failures = store.read_rows(failures=True)
-    if not failures.num_rows:
-        return []
-    return [r for r in failures.select(["trial_id", "harness_error"]).to_pylist() if r["trial_id"] not in done]
-
-
 def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list[str]:
     """Lines describing the grid stored at ``out``.
 
@@ -47,12 +39,17 @@ def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list
     spec = GridSpec.model_validate(manifest["grid"])
     rows = store.read_rows()
     done = set(rows.column("trial_id").to_pylist())
-    attempts = _failed_attempts(store, done)
-    failed = {r["trial_id"] for r in attempts}
+    attempts = failed_attempts(store, done)
     try:
         plan = plan_grid(spec, load_checked_bank(spec))
     except UsageError:
         plan = None
+    model_of = {r["trial_id"]: r["model"] for r in attempts}
+    if plan is not None:  # attempts of trials the plan does not hold are not the grid's
+        model_of = {t.trial_id: spec.models[t.model_index].slug for t in plan if t.trial_id in model_of}
+    bound = spec.max_unscored_attempts
+    final = final_ids(attempts_toward_bound(attempts), bound) & model_of.keys()
+    failed = model_of.keys() - final
     lines = [
         f"grid {spec.name} ({manifest['grid_id'][:12]}) at {out}",
         f"  bank {manifest['bank']['name']} {manifest['bank']['hash'][:12]}; prices {manifest['price_table']['version']}"
@@ -61,8 +58,9 @@ def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list
     ]
     planned_total = len(plan) if plan is not None else manifest["planned_trials"]
     lines.append(
-        f"  done {len(done)} / {planned_total}; remaining {planned_total - len(done)}; "
-        f"failed (harness/provider, will retry) {len(failed)}"
+        f"  done {len(done)} / {planned_total}; remaining {planned_total - len(done) - len(final)}; "
+        f"failed (harness/provider, will retry) {len(failed)}; unscored, final {len(final)}"
+        + (f" (after {bound} unscored attempts; grid run --retry-unscored runs them again)" if final else "")
     )
     lines.append(_spend_line(store, spec))
     aside = store.objects.list(QUARANTINE, "")
@@ -71,25 +69,42 @@ def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list
     causes = collections.Counter(kind_of(r["harness_error"]) for r in attempts)
     if causes:
         lines.append("  unscored attempts by cause: " + ", ".join(f"{k} {n}" for k, n in causes.most_common()))
+    lines += _model_table(spec, plan, rows, done, model_of, final)
+    return lines
+
+
+def _model_table(
+    spec: GridSpec, plan: list[PlannedTrial] | None, rows: Any, done: set[str], model_of: dict[str, str],
+    final: set[str],
+) -> list[str]:  # fmt: skip
+    """Per model: planned, done, remaining, unscored (will retry, final), and both pass rates — on the
+    stored (scored) trials, and with every unscored trial as a failure (as ``apiflow report
+    --count-unscored``), so a model cannot look better by failing unscored."""
     by_model: dict[str, dict[str, int]] = {
-        m.slug: {"planned": 0, "done": 0, "failed": 0, "passed": 0} for m in spec.models
+        m.slug: {"planned": 0, "done": 0, "failed": 0, "final": 0, "passed": 0} for m in spec.models
     }
-    if plan is not None:
-        for trial in plan:
-            slug = spec.models[trial.model_index].slug
-            by_model[slug]["planned"] += 1
-            by_model[slug]["done"] += trial.trial_id in done
-            by_model[slug]["failed"] += trial.trial_id in failed
+    for trial in plan or ():
+        slug = spec.models[trial.model_index].slug
+        by_model[slug]["planned"] += 1
+        by_model[slug]["done"] += trial.trial_id in done
+    for trial_id, slug in model_of.items():
+        if slug in by_model:
+            by_model[slug]["final" if trial_id in final else "failed"] += 1
+    stored = collections.Counter(rows.column("model").to_pylist())
     for row in rows.select(["model", "passed"]).to_pylist():
         if row["model"] in by_model:
             by_model[row["model"]]["passed"] += bool(row["passed"])
     width = max(len(s) for s in by_model)
-    lines.append(f"  {'model':<{width}}  planned   done  remaining  failed  pass rate")
+    lines = [f"  {'model':<{width}}  planned   done  remaining  failed  final   pass  pass (unscored = fail)"]
     for slug, c in by_model.items():
-        rate = f"{c['passed'] / c['done']:.1%}" if c["done"] else "-"
+        scored = c["done"] if plan is not None else stored[slug]
+        rate = f"{c['passed'] / scored:.1%}" if scored else "-"
+        counted = scored + c["failed"] + c["final"]
+        strict = f"{c['passed'] / counted:.1%}" if counted else "-"
         planned = c["planned"] if plan is not None else "?"
-        left = c["planned"] - c["done"] if plan is not None else "?"
+        left = c["planned"] - c["done"] - c["final"] if plan is not None else "?"
         lines.append(
-            f"  {slug:<{width}}  {planned:>7}  {c['done']:>5}  {left:>9}  {c['failed']:>6}  {rate:>9}"
+            f"  {slug:<{width}}  {planned:>7}  {scored:>5}  {left:>9}  {c['failed']:>6}  {c['final']:>5}  "
+            f"{rate:>6}  {strict:>21}"
         )
     return lines

@@ -6,6 +6,8 @@ be damaged, and two writers can store one trial twice. So the check reads the st
 does (each object's checksum checked, a damaged one set aside: ``apiflow.results.reading``) and holds
 it against the plan rebuilt from the manifest: planned trials without a row, rows of no planned
 trial, stored trials without a transcript, trial ids in more than one row object. One line a kind.
+A planned trial without a row that ended unscored ``max_unscored_attempts`` times is accounted for
+(unscored, final: its failure rows are its record), not missing.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from apiflow.errors import UsageError
 from apiflow.results.source import open_source
 from apiflow.results.store import ResultStore
-from cluster.plan import plan_grid
+from cluster.plan import attempts_toward_bound, failed_attempts, final_ids, plan_grid
 from cluster.spec import GridSpec
 from cluster.worker import load_checked_bank
 
@@ -33,6 +35,9 @@ class Verdict:
     untranscribed: int = 0
     duplicated: int = 0
     damaged: list[str] = field(default_factory=list)
+    final: int = 0
+    """Planned trials without a row that are unscored, final (``bound`` unscored attempts on record)."""
+    bound: int | None = None
 
     @property
     def whole(self) -> bool:
@@ -42,6 +47,8 @@ class Verdict:
     def lines(self) -> list[str]:
         out = [
             f"  rows: {self.stored} of {self.planned} planned trials stored"
+            + (f"; {self.final} unscored, final ({self.bound} unscored attempts each, the provider's or the "
+               "harness's; grid run --retry-unscored runs them again)" if self.final else "")
             + (f"; {self.missing} missing: rerun the grid to fill them" if self.missing else "")
             + (f"; {self.stray} rows of trials the plan does not hold" if self.stray else ""),
             "  transcripts: "
@@ -56,15 +63,22 @@ class Verdict:
         return out
 
 
-def verify_store(store: ResultStore, planned_ids: set[str], full: bool = True) -> Verdict:
+def verify_store(store: ResultStore, planned_ids: set[str], full: bool = True, bound: int | None = None) -> Verdict:
     """Hold ``store`` against the planned trial ids. ``full``: also count duplicate rows and look for
-    each stored trial's transcript (the end of a run reads back the rows alone)."""
+    each stored trial's transcript (the end of a run reads back the rows alone). ``bound``: the
+    grid's ``max_unscored_attempts`` (a trial unscored that often is final, not missing); None: none."""
     done = store.done_ids()
+    unstored = planned_ids - done
+    final: set[str] = set()
+    if bound is not None and unstored:
+        final = final_ids(attempts_toward_bound(failed_attempts(store, done)), bound) & unstored
     verdict = Verdict(
         planned=len(planned_ids),
         stored=len(done & planned_ids),
-        missing=len(planned_ids - done),
+        missing=len(unstored - final),
         stray=len(done - planned_ids),
+        final=len(final),
+        bound=bound,
     )
     if full:  # every row object read again, repeats kept
         verdict.duplicated = sum(1 for n in collections.Counter(store.row_ids()).values() if n > 1)
@@ -89,6 +103,6 @@ def grid_verify(out: str, storage_options: dict[str, Any] | None = None) -> tupl
         planned = {p.trial_id for p in plan_grid(spec, load_checked_bank(spec))}
     except UsageError as exc:
         raise UsageError(f"cannot rebuild the plan of {out} here: {exc}") from None
-    verdict = verify_store(store, planned)
+    verdict = verify_store(store, planned, bound=spec.max_unscored_attempts)
     head = f"grid {spec.name} at {out}: " + ("whole" if verdict.whole else "NOT WHOLE")
     return [head, *verdict.lines()], verdict.whole

@@ -25,6 +25,7 @@ from apiflow.models.caching import limit_counts_cache_reads
 from apiflow.models.plugins import FREE, BrokenModel
 from apiflow.models.registry import price_source
 from apiflow.models.retry import RetryPolicy, retry_hook
+from apiflow.results.canary_key import FOLDER, folder_key
 from apiflow.results.prices import STANDARD, Prices, PriceTable, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
 from apiflow.results.rows import record_to_row
@@ -127,6 +128,9 @@ class TrialRunner:
         self.cpu = BatchCpu()
         # One per actor for the run: shared by the trials this actor plays, offline grids only.
         self.replay = replay_for(m.model for m in spec.models)
+        # The output's secret canary key: the driver made it before starting us (made here when a
+        # runner plays a grid alone); it comes from the store, never through Ray.
+        self.canary_key = folder_key(self.store.objects) if spec.canary_key == FOLDER else None
 
     def _model(self, grid_model: GridModel, index: int, planned: PlannedTrial) -> Any:
         task = self.bank.task(planned.task_id)
@@ -171,6 +175,7 @@ class TrialRunner:
                 model_slug=grid_model.slug,
                 config=GenerateConfig(grid_model.temperature, grid_model.max_tokens, dict(grid_model.extra)),
                 trial_id=planned.trial_id,  # the planner's id is the storage key (it also covers params)
+                canary_key=self.canary_key,
             )  # fmt: skip
             record = await play_trial(
                 spec, self._model(grid_model, planned.model_index, planned), self.replay

@@ -110,7 +110,7 @@ _SALTINGS = 512
 """Trials whose (task, literals, canary seed) the salting memo keeps, least recently used out.
 
 A grid runs the same task and epoch once per model (19 times on the calibrated panel), and the
-canary seed depends on the task and epoch only, so those trials salt alike. The planner spreads
+canary seed depends on the task and epoch only (and the run's seed and key), so those trials salt alike. The planner spreads
 an epoch over every task (bank/v1: 467); 512 keeps an actor's whole epoch, so every model after
 the first finds its salting. Each entry is a codec (a few literals, its bounded text memo) and a
 task copy sharing the bank's unsalted specs: a few kB."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
 from collections.abc import Sequence
 from typing import Any, Final
@@ -11,6 +12,7 @@ from typing import Any, Final
 from apiflow.agent.intake import NAME_CHARS, TURN_BOUNDS, USAGE_TOKENS
 from apiflow.agent.loop import TrialLimits
 from apiflow.agent.prompts import PROMPT_HASH
+from apiflow.results.canary_key import CanaryKey
 from apiflow.tools.limits import TOOL_BOUNDS
 from apiflow.version import __version__
 
@@ -56,6 +58,20 @@ def derived_seed(purpose: str, seed: int, task_id: str, epoch: int) -> int:
     world, workspace and canary seeds); ``typed``: ``1``, ``1.0`` and ``True`` digest differently.
     """
     return int(_digest("seed", purpose, seed, task_id, epoch)[:16], 16) >> 1
+
+
+@functools.lru_cache(maxsize=8192, typed=True)
+def canary_seed(seed: int, task_id: str, epoch: int, key: CanaryKey | None = None) -> int:
+    """The seed of one trial's canary forms (``apiflow.world.canaries``).
+
+    Without a key, ``derived_seed("canary", ...)``: anyone with the record's seed and the code can
+    compute it (tests, benchmarks, audits). With one, an HMAC-SHA256 under the results folder's
+    secret key (``apiflow.results.canary_key``), so a released record predicts no other trial's forms.
+    """
+    if key is None:
+        return derived_seed("canary", seed, task_id, epoch)
+    message = _ENCODER.encode(("canary", seed, task_id, epoch)).encode()
+    return int(hmac.new(key.secret, message, hashlib.sha256).hexdigest()[:16], 16) >> 1
 
 
 def trial_seed(seed: int, task_id: str, epoch: int) -> int:

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from apiflow.agent.canaries import canary_literals, trial_salting
 from apiflow.agent.grades import GradeMemo
-from apiflow.agent.ids import agent_version, derived_seed, trial_id_for
+from apiflow.agent.ids import agent_version, canary_seed, derived_seed, trial_id_for
 from apiflow.agent.intake import TURN_BOUNDS
 from apiflow.agent.loop import LoopOutcome, TrialLimits, harness_error_text, model_secrets, run_loop
 from apiflow.agent.prompts import initial_messages
@@ -24,6 +24,7 @@ from apiflow.bank.task import Task
 from apiflow.grading import Evidence, Grade, evidence_from_workspace, grade
 from apiflow.models.base import GenerateConfig, ModelClient
 from apiflow.redact import SECRETS_ATTR, RedactingFilter
+from apiflow.results.canary_key import CanaryKey
 from apiflow.results.record import (
     ApiflowBlock,
     LimitHit,
@@ -37,6 +38,7 @@ from apiflow.tools import Toolbox, Workspace, tool_schema_hash
 from apiflow.tools.limits import TOOL_BOUNDS
 from apiflow.tools.schemas import offered_schemas
 from apiflow.world import WorldDef, WorldSession
+from apiflow.world.canaries import CanaryCodec
 
 GRADING_RULES = "apiflow-1.1"
 """The rule set live trials are graded with: ``published-1.0`` plus the grader-exploit audit's fixes
@@ -57,9 +59,12 @@ def _published_tokens(outcome: LoopOutcome) -> Tokens:
 class _Trial:
     """Holds one trial's parts so setup, loop and grading each stay small."""
 
-    def __init__(self, task: Task, world: WorldDef, seed: int, epoch: int, replay: Replay | None) -> None:
+    def __init__(
+        self, task: Task, world: WorldDef, seed: int, epoch: int, replay: Replay | None,
+        canary_key: CanaryKey | None = None,
+    ) -> None:  # fmt: skip
         self.task, self.world, self.seed, self.epoch = task, world, seed, epoch
-        self.replay = replay
+        self.replay, self.canary_key = replay, canary_key
         self.messages: list[dict[str, Any]] = initial_messages(task)
         self.workspace: Workspace | None = None
         self.toolbox: Toolbox | None = None
@@ -76,16 +81,14 @@ class _Trial:
         )
         # Bank canaries, ids and tokens take a per-trial form at the world's edge, and the task is
         # graded against those forms: a value copied from the answer key or another trial fails.
-        literals = canary_literals(self.task, spec)
-        canary_seed = derived_seed("canary", self.seed, self.task.id, self.epoch)
-        codec, self.graded_task = trial_salting(self.task, literals, canary_seed)
-        self.seeds = (world_seed, workspace_seed, canary_seed)
+        codec, self.graded_task, canary = _salting(self.task, spec, self.seed, self.epoch, self.canary_key)
+        self.seeds = (world_seed, workspace_seed, canary)
         send = codec.wrap(session.send)
         if self.replay is not None:
             # The trials of one (task, epoch) share these seeds whatever the model: what one of them
             # sent, another of the run gets answered from the memo (apiflow.world.transitions).
             memo = self.replay.transitions
-            root = memo.root((id(self.task), id(self.world), world_seed, canary_seed), (self.task, self.world))
+            root = memo.root((id(self.task), id(self.world), world_seed, canary), (self.task, self.world))
             send = memo.send(session, send, root)
         # With replay, the toolbox keeps its own encoding of each call as it runs: the grade key.
         replay = self.replay
@@ -119,6 +122,28 @@ class _Trial:
         return graded
 
 
+def _salting(
+    task: Task, spec_content: Any, seed: int, epoch: int, key: CanaryKey | None
+) -> tuple[CanaryCodec, Task, int]:
+    """A trial's canary codec, the task salted in its forms, and its canary seed."""
+    canary = canary_seed(seed, task.id, epoch, key)
+    codec, salted = trial_salting(task, canary_literals(task, spec_content), canary)
+    return codec, salted, canary
+
+
+def graded_task(
+    task: Task, world: WorldDef, *, seed: int, epoch: int, canary_key: CanaryKey | None = None
+) -> Task:
+    """The spec ``run_trial`` grades a trial by: ``task`` in that trial's per-trial canary forms.
+
+    For re-grading a stored record against its bank (``apiflow.agent.bank_regrade``): the world
+    seed, spec document, literals and canary seed are the trial's own (its key's, if it had one).
+    """
+    world_seed = derived_seed("world", seed, task.id, epoch)
+    spec = WorldSession(world, world_seed, state_overrides=task.world_state).spec_content()
+    return _salting(task, spec, seed, epoch, canary_key)[1]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrialSpec:
     """One trial: what it plays and what its record says of it.
@@ -136,6 +161,8 @@ class TrialSpec:
         config: Generation parameters (default temperature 1.0).
         trial_id: The id to record, when the caller already holds it (a grid's planner derives its
             own, over more than this spec says); by default ``trial_id_for`` these fields.
+        canary_key: The results folder's secret canary key (``apiflow.results.canary_key``), or None
+            for canary forms derived from the seed alone; the record names the key's id only.
     """
 
     task: Task
@@ -149,6 +176,7 @@ class TrialSpec:
     limits: TrialLimits | None = None
     config: GenerateConfig | None = None
     trial_id: str | None = None
+    canary_key: CanaryKey | None = None
 
 
 class PlayedTrial(NamedTuple):
@@ -168,15 +196,17 @@ async def trial_evidence(
     epoch: int,
     limits: TrialLimits | None = None,
     replay: Replay | None = None,
+    canary_key: CanaryKey | None = None,
 ) -> PlayedTrial:
     """Play one trial exactly as ``run_trial`` does and return its evidence, ungraded.
 
     For callers that grade the same trial under several rule sets (``apiflow bank audit``):
     world and workspace seeds, canaries, loop and evidence builder are the ones of a real
     trial, so grading ``evidence`` against ``task`` (the spec in this trial's per-trial
-    canary forms) under ``GRADING_RULES`` gives the verdict ``run_trial`` records.
+    canary forms) under ``GRADING_RULES`` gives the verdict ``run_trial`` records. ``canary_key``:
+    as ``TrialSpec.canary_key``.
     """
-    trial = _Trial(task, world, seed, epoch, replay)
+    trial = _Trial(task, world, seed, epoch, replay, canary_key)
     outcome = await run_loop(model, trial.setup(), _SCHEMAS, trial.messages, limits=limits or TrialLimits())
     await _end_trial(model, trial.messages)
     return PlayedTrial(outcome, trial.evidence(), trial.graded_task)
@@ -210,7 +240,7 @@ async def run_trial(spec: TrialSpec, model: ModelClient, *, replay: Replay | Non
     limits = spec.limits or TrialLimits()
     created = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
-    trial = _Trial(task, world, seed, epoch, replay)
+    trial = _Trial(task, world, seed, epoch, replay, spec.canary_key)
     outcome = LoopOutcome()
     graded: Grade | None = None
     schema_hash = ""
@@ -237,7 +267,7 @@ async def run_trial(spec: TrialSpec, model: ModelClient, *, replay: Replay | Non
         )
     block = _apiflow_block(
         outcome, graded, bank_name=bank_name, bank_hash=bank_hash, seed=seed, trial_id=trial_id,
-        version=version, schema_hash=schema_hash,
+        version=version, schema_hash=schema_hash, canary_key=spec.canary_key,
     )  # fmt: skip
     return TrialRecord(
         model=model_slug,
@@ -266,6 +296,7 @@ def _apiflow_block(
     trial_id: str,
     version: str,
     schema_hash: str,
+    canary_key: CanaryKey | None = None,
 ) -> ApiflowBlock:
     """Our block: identity, termination, counts, tokens by kind, retries."""
     u = outcome.usage
@@ -297,6 +328,7 @@ def _apiflow_block(
         tool_schema_hash=schema_hash,
         limits_hit=limits_hit(outcome) if outcome.input.limits else [],
         input_repairs=dict(outcome.input.repairs),
+        canary_key_id=canary_key.id if canary_key is not None else None,
     )
 
 

@@ -59,6 +59,12 @@ def pct_ci(entry: dict, key: str = "rate", ci_key: str = "ci90", worlds: int | N
     return f"{pct(entry[key])} {band}" if band else pct(entry[key])
 
 
+BOTH_RATES = ("pass (scored)", "pass (unscored = fail)")
+"""The leaderboard's two convention-free rates of a model, over all its trials: passes / scored trials,
+and passes / every trial (an unscored trial as a failure), beside its unscored count, so that a model
+whose failures end as unscored trials cannot look better than it is, whatever ``--count-unscored`` says."""
+
+
 def _model_rates(entry: dict) -> dict[str, dict]:
     return {m["model"]: m for m in entry["per_model"]}
 
@@ -81,7 +87,7 @@ def leaderboard_table(s: dict) -> Table:
     header = ["#", "model", "pass rate [90% CI]", "solo", "chains", "chains clean"]
     if k:
         header += [f"L{k}", f"L{k} clean"]
-    header += [f"best-of-{epochs}", f"all-{epochs}-of-{epochs}", "USD/trial", "unscored"]
+    header += [f"best-of-{epochs}", f"all-{epochs}-of-{epochs}", "USD/trial", *BOTH_RATES, "unscored"]
     rows = []
     for rank, model in enumerate(order, 1):
         row = [str(rank), model, pct_ci(slices["all"][model], worlds=s["pass_rates"]["all"]["worlds"])]
@@ -91,12 +97,16 @@ def leaderboard_table(s: dict) -> Table:
         reach = s["reach"]["models"].get(model, {})
         row += [pct(reach.get("best_of", {}).get("value")), pct(reach.get("all_of", {}).get("value"))]
         usd = cost.get(model, {}).get("mean_usd_per_trial")
+        entry = outcomes.get(model) or {}
         row += [
             "—" if usd is None else f"{usd:.4f}",
+            pct(entry.get("pass_rate_scored")),
+            pct(entry.get("pass_rate_unscored_as_fail")),
             unscored_cell(outcomes.get(model), slices["all"][model]["unscored"]),
         ]
         rows.append(row)
     return Table(header, rows)
+
 
 
 FLAG = "⚑"

@@ -4,8 +4,9 @@ A model must not be able to turn its own failures into unscored trials, and a pr
 one model more than another must not go unnoticed: an unscored trial is out of every denominator
 (unless ``--count-unscored``), so a model whose failures happen to end as harness outcomes would
 look better than it is. The report therefore shows, for every model, how many of its trials were
-unscored, by termination and by kind (the exception class), and flags a model with more than
-``FLAG_SHARE`` of its trials unscored (docs/design/045-secrets-and-unscored.md).
+unscored, by termination and by kind (the exception class), flags a model with more than
+``FLAG_SHARE`` of its trials unscored, and gives its pass rate both ways, on scored trials and with
+every unscored trial as a failure, whatever the convention in force (docs/design/045-secrets-and-unscored.md).
 """
 
 from __future__ import annotations
@@ -56,13 +57,22 @@ def _count(n: int, total: int) -> dict:
     return {"count": n, "share": n / total if total else 0.0}
 
 
+def _rate(passes: int, trials: int) -> float | None:
+    return passes / trials if trials else None
+
+
 def outcome_table(trials: Trials) -> dict:
-    """``summary["outcomes"]``: per model, its unscored trials by termination and by kind, and the flag.
+    """``summary["outcomes"]``: per model, its unscored trials by termination and by kind, the flag,
+    and both pass rates.
 
     Shares are of the model's trials in the analysed set (every trial, whatever the convention:
-    the flag is about the data, not about the denominators ``--count-unscored`` chooses).
+    the flag is about the data, not about the denominators ``--count-unscored`` chooses). So are the
+    two rates: ``pass_rate_scored`` (passes / scored trials) and ``pass_rate_unscored_as_fail``
+    (passes / every trial), side by side so that failures ending as unscored trials cannot flatter.
     """
     totals = np.bincount(trials.model, minlength=len(trials.models))
+    passes = np.bincount(trials.model, weights=trials.passed, minlength=len(trials.models))
+    scored = np.bincount(trials.model, weights=trials.scored, minlength=len(trials.models))
     errors = trials.columns.get("harness_error")
     terminations: list[Counter[str]] = [Counter() for _ in trials.models]
     kinds: list[Counter[str]] = [Counter() for _ in trials.models]
@@ -80,6 +90,10 @@ def outcome_table(trials: Trials) -> dict:
             "unscored": unscored,
             "unscored_share": share,
             "flagged": share > FLAG_SHARE,
+            "passes": int(passes[m]),
+            "scored": int(scored[m]),
+            "pass_rate_scored": _rate(int(passes[m]), int(scored[m])),
+            "pass_rate_unscored_as_fail": _rate(int(passes[m]), total),
             "by_termination": {t: _count(terminations[m][t], total) for t in TERMINATIONS},
             "by_kind": {k: _count(n, total) for k, n in sorted(kinds[m].items(), key=lambda kv: (-kv[1], kv[0]))},
         }

@@ -259,7 +259,9 @@ def outcomes_section(s: dict) -> Section:
     text = [
         "Trials that say nothing about the model: the provider gave up after the retries (provider_error), the "
         "harness failed (harness_error), or a published trial has no verdict. They never pass; here they are "
-        f"{convention}. Shares are of each model's trials; kinds are the fault classes recorded on the trials.",
+        f"{convention}. Shares are of each model's trials; kinds are the fault classes recorded on the trials. "
+        "The leaderboard gives every model's pass rate both ways, on its scored trials and with its unscored "
+        "trials as failures.",
         flag_paragraph(s),
     ]
     return Section("Harness and provider outcomes", text, [Table(header, rows)])

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from apiflow.analysis.document import Section, Table, leaderboard_table
+from apiflow.analysis.document import BOTH_RATES, Section, Table, leaderboard_table
 
 FIGURE_CAPTIONS = {
     "pass_vs_length": "Chain pass rate vs length with the null-model curve and 90% bands",
@@ -90,11 +90,14 @@ def print_leaderboard(summary: dict, console: Console | None = None, limit: int 
         if not console.is_terminal:  # piped or logged: do not squeeze the table into 80 columns
             console = Console(width=140)
     table = leaderboard_table(summary)
+    # The rate slices, then both convention-free rates (document.BOTH_RATES), under short names.
     keep = [0, 1, 2, 3, 4, 5] + ([6, 7] if summary["headline"]["length"] else [])
+    keep += [table.header.index(name) for name in BOTH_RATES]
     rich_table = RichTable(
         title="apiflow leaderboard (pass rate, 90% world-bootstrap CI)", title_justify="left"
     )
-    headers = ["#", "model", "pass rate", "90% CI"] + [table.header[i] for i in keep[3:]]
+    short = dict(zip(BOTH_RATES, ("scored only", "unscored=fail"), strict=True))
+    headers = ["#", "model", "pass rate", "90% CI"] + [short.get(table.header[i], table.header[i]) for i in keep[3:]]
     for i, header in enumerate(headers):
         rich_table.add_column(header, justify="left" if i == 1 else "right", no_wrap=True)
     for row in table.rows[:limit]:

@@ -84,7 +84,7 @@ def register(subparsers: Any) -> None:
 
 
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
-    """The run flags (GRID.yaml, --out, --address, --budget-usd, --dry-run, --no-progress).
+    """The run flags (GRID.yaml, --out, --address, --budget-usd, --dry-run, --no-progress, --retry-unscored).
 
     Defined here once; ``python -m cluster.driver`` imports it (cluster may import apiflow,
     never the reverse), so both entry points take exactly the same flags.
@@ -97,6 +97,16 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-usd", type=float, help="spend cap in USD (default: the grid's)")
     parser.add_argument("--dry-run", action="store_true", help="plan and estimate only")
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.add_argument(
+        "--retry-unscored",
+        action="store_true",
+        help="also run the trials left unscored, final (the grid's max_unscored_attempts unscored attempts)",
+    )
+    parser.add_argument(
+        "--extend",
+        action="store_true",
+        help="the output holds a grid this one extends (more epochs, models or tasks): run only the new trials",
+    )
     parser.add_argument(
         "--verbose", action="store_true", help="also print where the time and CPU went (phases, actors, memos)"
     )

@@ -1,4 +1,5 @@
-"""``apiflow regrade PATH... [--json OUT]``: regrade published transcripts and compare verdicts."""
+"""``apiflow regrade PATH... [--json OUT] [--bank BANK] [--canary-key KEY]``: regrade transcripts and
+compare verdicts (with a canary key or a bank: ``apiflow.agent.bank_regrade``)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,20 @@ def register(subparsers: Any) -> None:
         help="rule set (default: the one each record names, published-1.0 for published transcripts)",
     )
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
+    parser.add_argument(
+        "--bank",
+        default=None,
+        help="grade each trial against this bank's spec of its task (checkpoints and constraints too), "
+        "in the trial's own canary forms, instead of its recorded predicates (one process)",
+    )
+    parser.add_argument(
+        "--canary-key",
+        default=None,
+        metavar="KEY",
+        help="the canary key the records were salted with: a key file or the results folder holding "
+        "_secret/canary.key; each record's canary_key_id must match it (needed with --bank for records "
+        "that name a key)",
+    )
     parser.set_defaults(func=handle)
 
 
@@ -74,6 +89,17 @@ def render(summary: RegradeSummary, seconds: float) -> str:
     return "\n".join(lines)
 
 
+def _keyed(args: argparse.Namespace) -> RegradeSummary:
+    """The regrade that checks each record's canary key (and, with ``--bank``, rebuilds its spec)."""
+    from apiflow.agent.bank_regrade import regrade_with_key
+    from apiflow.bank import load_bank
+    from apiflow.results.canary_key import read_key
+
+    key = read_key(args.canary_key) if args.canary_key is not None else None
+    bank = load_bank(args.bank) if args.bank is not None else None
+    return regrade_with_key(args.paths, key=key, bank=bank, rules=args.rules)
+
+
 def handle(args: argparse.Namespace) -> int:
     """Run the regrade; exit 0 when every determinable scored trial agrees, 1 otherwise."""
     if args.workers is not None and args.workers < 1:
@@ -81,7 +107,10 @@ def handle(args: argparse.Namespace) -> int:
     if args.json_out and Path(args.json_out).is_dir():
         raise UsageError(f"--json {args.json_out}: is a folder")
     start = time.perf_counter()
-    summary = regrade(args.paths, rules=args.rules, workers=args.workers)
+    if args.bank is not None or args.canary_key is not None:
+        summary = _keyed(args)
+    else:
+        summary = regrade(args.paths, rules=args.rules, workers=args.workers)
     seconds = time.perf_counter() - start
     try:
         print(render(summary, seconds), flush=True)

@@ -17,6 +17,8 @@ from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.bank.task import Task
 from apiflow.errors import UsageError
 from apiflow.models import check_model_name, model_prices, model_slug, uses_litellm
+from apiflow.results.canary_key import FOLDER, KEY_PARTS, MODES, folder_key
+from apiflow.results.objects import ObjectFolder
 from apiflow.results.prices import DEFAULT_PRICE_TABLE, Prices, cost_usd, load_price_table
 from apiflow.results.record import TrialRecord
 from apiflow.results.storage import check_output
@@ -59,6 +61,13 @@ def register(subparsers: Any) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="provider parameter for litellm models (e.g. api_base=http://127.0.0.1:8000/v1); repeatable",
+    )
+    run.add_argument(
+        "--canary-key",
+        choices=MODES,
+        default=FOLDER,
+        help=f"`folder` (default): canary forms from the output's secret key ({'/'.join(KEY_PARTS)}, made "
+        "at its first run); `none`: from the seed alone, which anyone with a record can compute",
     )
     run.set_defaults(func=_run)
 
@@ -155,9 +164,11 @@ def _run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         max_seconds=args.max_seconds,
     )
+    # A rerun into the same folder finds the key again: the same records as a run not interrupted.
+    key = folder_key(ObjectFolder(str(out))) if args.canary_key == FOLDER else None
     run = Run(
         bank, run_id_for(bank.hash, slug, [t.id for t in tasks], args.epochs, args.seed), args.seed,
-        limits, params=params, replay=replay_for([args.model]),
+        limits, params=params, replay=replay_for([args.model]), canary_key=key,
     )  # fmt: skip
     trials = [TrialPlan(args.model, task, epoch) for epoch in range(1, args.epochs + 1) for task in tasks]
 

@@ -156,6 +156,13 @@ class StoredRows:
         batched = _concat([t for _, t, _ in self.checked(p for p in batches if name(p) not in covered)])
         return dedupe(_concat([compacted, *fresh, _without(batched, seen)]))
 
+    def attempts(self, columns: list[str], skip: AbstractSet[str] = frozenset()) -> pa.Table:
+        """``columns`` of every failure row that passes its checks, one row per attempt, but for the
+        trials in ``skip`` (not read: a failure row's path names its trial) (``ResultStore.failed_attempts``)."""
+        paths = sorted(p for p in self.objects.list("failures", ROW_ENDINGS) if p.rsplit("/", 2)[-2] not in skip)
+        schema = pa.schema([ROW_SCHEMA.field(c) for c in columns])
+        return _concat([t for _, t, _ in self.checked(paths, columns)], schema)
+
     def recorded_spend(self) -> tuple[float, float, int]:
         """``(rows_usd, failures_usd, objects)`` over the objects that pass their checks
         (``ResultStore.recorded_spend``); a compacted row whose row object is gone counts too."""

@@ -79,7 +79,7 @@ class LimitHit(BaseModel):
     hits: int
 
 
-_OMITTED_WHEN_EMPTY = ("limits_hit", "input_repairs", "served", "agent_error")
+_OMITTED_WHEN_EMPTY = ("limits_hit", "input_repairs", "served", "agent_error", "canary_key_id")
 
 
 class ApiflowBlock(BaseModel):
@@ -117,6 +117,9 @@ class ApiflowBlock(BaseModel):
     tool_schema_hash: str = ""
     limits_hit: list[LimitHit] = Field(default_factory=list)
     input_repairs: dict[str, int] = Field(default_factory=dict)
+    canary_key_id: str | None = None
+    """The id of the secret key the trial's canary forms derive from (``apiflow.results.canary_key``;
+    never the key); omitted for forms derived from the seed alone."""
 
     @model_serializer(mode="wrap")
     def _omit_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

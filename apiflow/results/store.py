@@ -16,7 +16,8 @@ through fsspec and behave alike)::
                                                 above, same bytes), written just before its batch row object;
                                                 counts only once that object exists (``archives``)
     failures/model=<m>/<trial_id>/<run_id>-<digest>.parquet  harness/provider outcomes, one per attempt
-                                                (never block a resume; their spend counts toward the budget)
+                                                (a resume retries the trial until the grid's bound of them;
+                                                their spend counts toward the budget)
     ledger/<attempt>.json                       the budget ledger's last checkpoint of one driver attempt
     compacted/model=<m>.parquet                 per-model merge written by ``compact``
     compacted/_batches.json                     the batch objects that merge holds (``done_ids`` skips them;
@@ -38,6 +39,7 @@ import hashlib
 import json
 import zipfile
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import pyarrow as pa
@@ -126,6 +128,13 @@ class ResultStore:
                 f"({(stored or {}).get('grid_id')!r}); choose another --out"
             )
         return stored
+
+    def replace_manifest(self, manifest: dict[str, Any], previous: dict[str, Any]) -> None:
+        """Put ``manifest`` in place of ``previous`` (a grid extended in place), which is kept first
+        under ``manifests/<its grid id>.json``: the folder's history stays readable."""
+        kept = json.dumps(previous, sort_keys=True, indent=1).encode()
+        self.create_only(self._path("manifests", f"{previous['grid_id']}.json"), kept)
+        self.overwrite(self._path(MANIFEST), json.dumps(manifest, sort_keys=True, indent=1).encode())
 
     def read_manifest(self) -> dict[str, Any] | None:
         """The stored run manifest, or None before the first run."""
@@ -252,6 +261,14 @@ class ResultStore:
         """Trial ids with a harness/provider outcome (a failure row that passes its checks) and no stored row."""
         failures = self.stored.checked(sorted(self.objects.list("failures", ROW_ENDINGS)), ["trial_id"])
         return {path.rsplit("/", 2)[-2] for path, _, _ in failures} - self.done_ids()
+
+    def failed_attempts(
+        self, columns: Sequence[str] = ("trial_id", "harness_error"), skip: AbstractSet[str] = frozenset()
+    ) -> pa.Table:
+        """``columns`` of every harness/provider outcome on record, one row per attempt, of the trials
+        not in ``skip`` (their failure rows are not even read): what bounds the retries of an unscored
+        trial (``cluster.plan.resume_plan``). Only failure rows that pass their checks count."""
+        return self.stored.attempts(list(columns), skip)
 
     def recorded_spend(self) -> tuple[float, float, int]:
         """``(rows_usd, failures_usd, objects)``: the cost every stored row and failure row records.

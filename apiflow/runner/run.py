@@ -14,6 +14,7 @@ from apiflow.agent.trial import TrialSpec, run_trial
 from apiflow.bank import Bank
 from apiflow.bank.task import Task
 from apiflow.models import GenerateConfig, ModelClient, make_model, model_slug
+from apiflow.results.canary_key import CanaryKey
 from apiflow.results.record import TrialRecord
 
 
@@ -73,6 +74,8 @@ class Run:
         params: Provider or plug-in parameters for every model.
         replay: World answers and grades shared by the run's trials (``apiflow.agent.replay``:
             ``replay_for(models)``), or None.
+        canary_key: The results folder's secret canary key, or None for forms derived from the seed
+            alone (``TrialSpec.canary_key``).
     """
 
     bank: Bank
@@ -82,13 +85,14 @@ class Run:
     config: GenerateConfig | None = None
     params: dict[str, Any] | None = None
     replay: Replay | None = None
+    canary_key: CanaryKey | None = None
 
     def spec(self, task: Task, epoch: int, slug: str, trial_id: str | None = None) -> TrialSpec:
         """The spec of one trial of this run."""
         return TrialSpec(
             task=task, world=self.bank.world_of(task), seed=self.seed, epoch=epoch, bank_name=self.bank.name,
             bank_hash=self.bank.hash, run_id=self.run_id, model_slug=slug, limits=self.limits,
-            config=self.config, trial_id=trial_id,
+            config=self.config, trial_id=trial_id, canary_key=self.canary_key,
         )  # fmt: skip
 
     def model(self, name: str, task: Task, epoch: int) -> ModelClient:

@@ -3,8 +3,9 @@
 A bank's card canaries, receipts, minted ids and bearer tokens are literals in its files, so
 anyone who has read the released tasks or a transcript knows them. The codec gives each such
 literal a per-trial form, ``<literal>~<6 base-36 characters>`` (the suffix is sha256 of the
-trial's canary seed and the literal: about 31 bits, different in every trial), and sits
-between the agent and the world:
+trial's canary seed and the literal: about 31 bits, different in every trial; the seed is secret
+when the run has a canary key, ``apiflow.agent.ids.canary_seed``), and sits between the agent and
+the world:
 
 * **outbound** every response (body, text, headers) shows the agent only the per-trial form,
   and says so in an ``x-apiflow-values: per-trial`` header;

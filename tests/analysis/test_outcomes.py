@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -62,6 +63,7 @@ def test_shares_by_termination_and_kind_and_the_strict_one_percent_flag():
     assert out["models"]["one-in-99"]["by_kind"] == {"no verdict": {"count": 1, "share": pytest.approx(1 / 99)}}
     assert out["models"]["clean"] == {
         "trials": 50, "unscored": 0, "unscored_share": 0.0, "flagged": False,
+        "passes": 50, "scored": 50, "pass_rate_scored": 1.0, "pass_rate_unscored_as_fail": 1.0,
         "by_termination": {t: {"count": 0, "share": 0.0} for t in ("provider_error", "harness_error", "no_verdict")},
         "by_kind": {},
     }  # fmt: skip
@@ -125,3 +127,38 @@ def test_count_unscored_keeps_faults_in_the_denominator_and_the_same_flag(tmp_pa
         assert summary["meta"]["convention"] == ("count_unscored" if flags else "scored_only")
         assert ("as failures (--count-unscored)" in (out / "leaderboard.md").read_text()) is bool(flags)
     assert rates[False] == (7, 10, ["flaky"]) and rates[True] == (7, 12, ["flaky"])
+
+
+def test_both_pass_rates_per_model_whatever_the_convention():
+    """A model that ends its failures as unscored trials tops the scored-only rate, not the other one."""
+    honest = [trial("honest", "b-w01-sub01", "C", epoch=i) for i in range(7)]
+    honest += [trial("honest", "b-w01-sub01", "I", epoch=10 + i) for i in range(3)]
+    hider = [trial("hider", "b-w01-sub01", "C", epoch=i) for i in range(7)]
+    hider += [trial("hider", "b-w01-sub01", "", harness=True, termination="harness_error",
+                    harness_error="KeyError: 'x'", epoch=10 + i) for i in range(3)]  # fmt: skip
+    for count_unscored in (False, True):
+        out = outcome_table(make_trials(honest + hider, count_unscored=count_unscored))["models"]
+        assert (out["hider"]["pass_rate_scored"], out["honest"]["pass_rate_scored"]) == (1.0, 0.7)
+        assert out["hider"]["pass_rate_unscored_as_fail"] == out["honest"]["pass_rate_unscored_as_fail"] == 0.7
+        assert (out["hider"]["passes"], out["hider"]["scored"], out["hider"]["trials"]) == (7, 7, 10)
+    nothing = outcome_table(make_trials([trial("down", "b-w01-sub01", "", harness=True)]))["models"]["down"]
+    assert (nothing["pass_rate_scored"], nothing["pass_rate_unscored_as_fail"]) == (None, 0.0)
+
+
+@pytest.mark.parametrize("flags", [[], ["--count-unscored"]])
+def test_the_leaderboard_shows_both_pass_rates_beside_the_unscored_count(tmp_path, capsys, flags):
+    out = tmp_path / "rep"
+    assert main(["report", str(_grid(tmp_path)), "--out", str(out), "--bootstrap", "0", *flags]) == 0
+    terminal = capsys.readouterr().out
+    flaky = json.loads((out / "summary.json").read_text())["outcomes"]["models"]["flaky"]
+    assert (flaky["pass_rate_scored"], flaky["pass_rate_unscored_as_fail"]) == (0.7, 7 / 12)
+    board = (out / "leaderboard.md").read_text()
+    header = next(line for line in board.splitlines() if line.startswith("| # | model |"))
+    assert header.endswith("| USD/trial | pass (scored) | pass (unscored = fail) | unscored |")
+    flaky_row = next(line for line in board.splitlines() if line.startswith("| ") and "| flaky |" in line)
+    steady_row = next(line for line in board.splitlines() if line.startswith("| ") and "| steady |" in line)
+    assert flaky_row.endswith("| 70.0% | 58.3% | 2 (16.7%) ⚑ |") and steady_row.endswith("| 100.0% | 100.0% | 0 |")
+    html = (out / "report.html").read_text()
+    assert "<th>pass (unscored = fail)</th>" in html and "<td>70.0%</td><td>58.3%</td><td>2 (16.7%) ⚑</td>" in html
+    assert "scored only" in terminal and "unscored=fail" in terminal
+    assert re.search(r"│ flaky .*│\s+70\.0% │\s+58\.3% │$", terminal, re.MULTILINE)
