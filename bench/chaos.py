@@ -7,9 +7,10 @@ On a real two-node local Ray cluster (``ray start --head`` on 127.0.0.1 plus a s
 stand-in provider (a subprocess; litellm calls it over HTTP), one grid of provider trials runs:
 
 clean       the grid against a fault-free stand-in, no kills: the reference rows and pass counts.
-faults      the first ``--faults-trials`` trials against the faulty stand-in (429 + Retry-After, 5xx,
-            hangs, 200s with a malformed JSON body; ``--fault-rate`` in total), nothing killed: every
-            injected fault must appear in a record (a retry, or a failure row that a resume retries).
+faults      the clean grid's first ``--faults-trials`` trials (default min(1,000, --trials)) against the
+            faulty stand-in (429 + Retry-After, 5xx, hangs, 200s with a malformed JSON body;
+            ``--fault-rate`` in total), nothing killed: every injected fault must appear in a record (a
+            retry, or a failure row that a resume retries).
 chaos       the whole grid against the faulty stand-in while the driver is SIGKILLed ``--driver-kills``
             times (rerun after each), one worker actor process is SIGKILLed, the second node's raylet
             is SIGKILLed (a replacement joins later), the S3 server is frozen ``--s3-pause-s`` seconds;
@@ -21,11 +22,14 @@ budget      the grid with a cap of ``--budget-fraction`` x the clean spend and d
 Checks (exit status 1 if any fails): trials lost 0, duplicate rows 0, per-trial results and pass
 counts equal to the clean run, every fault recorded, every failed trial retried on resume, spend
 within the cap plus in-flight allowance. Every wait has a deadline; the bench never hangs.
+
+Every process it starts (Ray daemons, the Ray client server, workers, drivers, moto, the stand-in) is
+stopped by its own pid at the end, on a failure, on Ctrl-C and on SIGTERM; its Ray temp dirs are removed,
+and so is its temp work folder unless a check failed (then its path is printed). ``--work`` is kept.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -33,44 +37,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cluster.chaos.scenarios import Suite  # noqa: E402
-from cluster.chaos.suite import run  # noqa: E402
+from cluster.chaos.cli import command  # noqa: E402
+from cluster.chaos.suite import interruptible, run  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    defaults = Suite()
-    for name in (
-        "trials",
-        "faults_trials",
-        "epochs",
-        "driver_kills",
-        "budget_kills",
-        "actors",
-        "trials_per_actor",
-        "seed",
-    ):
-        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
-    for name in ("s3_pause_s", "fault_rate", "hang_s", "call_timeout_s", "budget_fraction", "deadline_s"):
-        parser.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
-    parser.add_argument("--scenarios", default="clean,faults,chaos,budget")
-    parser.add_argument("--inproc", default="", help="scenarios to run without Ray (clean,faults)")
-    parser.add_argument("--work", help="scratch folder for grid files and driver logs (default: a temp dir)")
-    parser.add_argument("--json", help="also write the figures and checks here")
-    args = vars(parser.parse_args(argv))
-    scenarios = args.pop("scenarios").split(",")
-    args["inproc"] = tuple(x for x in args.pop("inproc").split(",") if x)
-    out = args.pop("json")
-    work = args.pop("work")
-    suite = Suite(**args, **({"work": Path(work)} if work else {}))
-    suite.work.mkdir(parents=True, exist_ok=True)
-    if "clean" not in scenarios:
-        print("chaos: error: the clean scenario is the reference; keep it in --scenarios", file=sys.stderr)
-        return 2
-    lines, ok = run(suite, scenarios)
+    cmd = command(argv, description=__doc__.splitlines()[0])
+    try:
+        with interruptible():  # SIGTERM/SIGHUP tear down like Ctrl-C
+            lines, ok = run(cmd.suite, cmd.scenarios)
+    except KeyboardInterrupt as exc:
+        print(
+            f"chaos: interrupted ({str(exc) or 'SIGINT'}); every process it started is stopped",
+            file=sys.stderr,
+        )
+        return 130
     print("\n".join(lines))
-    if out:
-        Path(out).write_text(json.dumps({"lines": lines, "ok": ok}, indent=1))
+    if cmd.json_out:
+        cmd.json_out.write_text(json.dumps({"lines": lines, "ok": ok}, indent=1))
     return 0 if ok else 1
 
 

@@ -1,9 +1,12 @@
 """The chaos suite's machinery: a two-node local Ray cluster, a moto S3 server and the stand-in provider,
 each a set of processes this module started and stops by their own process ids.
 
-Nothing here is found by name: every Ray process of ours mentions one of our private temp dirs
-(``/tmp/rc-<pid>-h`` / ``-n``) on its command line, and the worker processes are descendants of our
-raylets. Never ``ray stop``, never ``pkill``: other people's clusters run on this machine.
+Nothing here is found by name: every Ray process of ours carries our marker in its environment
+(``APIFLOW_CHAOS_CLUSTER=/tmp/rc-<pid>``, inherited from the ``ray start`` that spawned it), most also
+mention one of our private temp dirs (``/tmp/rc-<pid>-h`` / ``-n``) on their command line, and the worker
+processes are descendants of our raylets. The command line alone misses the head's Ray client server (its
+arguments name no temp dir and ``ray start`` leaves it to init), hence the marker. Never ``ray stop``,
+never ``pkill``: other people's clusters run on this machine.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -79,6 +83,57 @@ def descendants(roots: list[int], table: dict[int, tuple[int, str]] | None = Non
     return found
 
 
+def with_env(entry: str, table: dict[int, tuple[int, str]] | None = None) -> list[int]:
+    """Processes whose environment holds ``entry`` (``NAME=value``); /proc shows only our own users'."""
+    needle = entry.encode() + b"\0"
+    found = []
+    for pid in table if table is not None else proc_table():
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:  # gone, or not ours to read
+            continue
+        if environ.startswith(needle) or b"\0" + needle in environ:
+            found.append(pid)
+    return found
+
+
+def started(pid: int) -> str:
+    """When ``pid`` started (clock ticks since boot; "" once it is gone): a pid with its start time
+    names one process, a pid alone may be reused by another."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def alive(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still running (a zombie has died; its parent has only not reaped it yet)."""
+    found = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            found.append(pid)
+    return found
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None, timeout_s: float = 30.0) -> None:
+    """SIGKILL one child we started (thawed first, should it be frozen) and reap it."""
+    if proc is None or proc.poll() is not None:
+        return
+    for sig in (signal.SIGCONT, signal.SIGKILL):
+        try:
+            os.kill(proc.pid, sig)
+        except ProcessLookupError:
+            break
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:  # in the kernel's hands now; nothing more a signal can do
+        pass
+
+
 def signal_all(pids: list[int], sig: int) -> None:
     """Send ``sig`` to exactly these processes (ours)."""
     for pid in pids:
@@ -116,6 +171,15 @@ class RayNode:
     ports: dict[str, int] = field(default_factory=dict)
 
 
+MARKER = "APIFLOW_CHAOS_CLUSTER"
+"""Environment variable every process of our cluster inherits (its value: the cluster's tag)."""
+
+
+def cluster_tag(pid: int | None = None) -> str:
+    """The prefix of a cluster's temp dirs and its marker's value: ``/tmp/rc-<pid of the bench>``."""
+    return f"/tmp/rc-{os.getpid() if pid is None else pid}"
+
+
 class TwoNodeCluster:
     """A head (``ray start --head``, 127.0.0.1) and a second raylet (``ray start --address``, 127.0.0.2).
 
@@ -126,19 +190,23 @@ class TwoNodeCluster:
         head_cpus / node_cpus: Logical CPUs of each node (the work is I/O bound; 2 real cores).
     """
 
-    def __init__(self, head_cpus: int = 2, node_cpus: int = 2) -> None:
-        tag = f"/tmp/rc-{os.getpid()}"
-        self.head = RayNode("head", "127.0.0.1", f"{tag}-h")
-        self.node = RayNode("node2", "127.0.0.2", f"{tag}-n")
+    def __init__(self, head_cpus: int = 2, node_cpus: int = 2, tag: str | None = None) -> None:
+        self.tag = tag or cluster_tag()
+        self.head = RayNode("head", "127.0.0.1", f"{self.tag}-h")
+        self.node = RayNode("node2", "127.0.0.2", f"{self.tag}-n")
         self.head_cpus, self.node_cpus = head_cpus, node_cpus
         # Our own auth token: every process of this cluster (nodes, drivers) gets it in its env,
-        # nobody else's cluster or token file is read.
+        # nobody else's cluster or token file is read. The marker is how stop() finds every one of them.
         self.env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}", "RAY_USAGE_STATS_ENABLED": "0",
-                    "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": os.urandom(16).hex()}  # fmt: skip
+                    "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": os.urandom(16).hex(), MARKER: self.tag}  # fmt: skip
         self.env.pop("RAY_ADDRESS", None)
         self.address = ""
-        self.orphans: list[int] = []
-        """Processes of a killed raylet (its workers lose their parent): stopped with the cluster."""
+        self.orphans: dict[int, str] = {}
+        """Processes of a killed raylet (its workers lose their parent), pid -> start time (a pid the
+        kernel reused for a stranger's process is not ours): stopped with the cluster."""
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._replacer: threading.Thread | None = None
 
     def _ports(self, node: RayNode, head: bool) -> list[str]:
         low, high = free_range(40)
@@ -172,7 +240,13 @@ class TwoNodeCluster:
         return self.address
 
     def start_node(self, timeout_s: float = 120.0) -> None:
-        """(Re)start the second raylet."""
+        """(Re)start the second raylet (not once stop() began: it would outlive the cluster)."""
+        with self._lock:
+            if self._closing.is_set():
+                return
+            self._start_node(timeout_s)
+
+    def _start_node(self, timeout_s: float) -> None:
         worker = [str(VENV_BIN / "ray"), "start", f"--address={self.address}", f"--node-ip-address={self.node.ip}",
                   f"--temp-dir={self.node.temp_dir}", f"--num-cpus={self.node_cpus}",
                   "--disable-usage-stats", "--include-log-monitor=false",
@@ -182,7 +256,37 @@ class TwoNodeCluster:
     def stop_node(self) -> None:
         """SIGKILL whatever is left of the second node (its raylet's orphans included)."""
         daemons = self.daemons(self.node)
-        signal_all(daemons + descendants(daemons) + self.orphans, signal.SIGKILL)
+        signal_all(daemons + descendants(daemons) + self.live_orphans(), signal.SIGKILL)
+
+    def live_orphans(self) -> list[int]:
+        """The killed raylet's orphans that still run (the same processes, not reused pids)."""
+        return [pid for pid, began in self.orphans.items() if began and started(pid) == began]
+
+    def replace_node_later(self, delay_s: float) -> None:
+        """After ``delay_s`` a fresh second node joins (as an autoscaler would add one), unless the
+        cluster is stopping by then: a replacement started during stop() would be nobody's to stop."""
+
+        def replace() -> None:
+            if self._closing.wait(delay_s):
+                return
+            with self._lock:
+                if self._closing.is_set():
+                    return
+                self.stop_node()
+                self._start_node(120.0)
+
+        self._replacer = threading.Thread(target=replace, name="chaos-replace-node", daemon=True)
+        self._replacer.start()
+
+    def ours(self) -> list[int]:
+        """Every live process of this cluster: the marker in its environment or a temp dir on its command
+        line, their descendants (retitled workers), a killed raylet's orphans. Never this process."""
+        table = proc_table()
+        named = with_env(f"{MARKER}={self.tag}", table) + [
+            p for p, (_, cmd) in table.items() if self.head.temp_dir in cmd or self.node.temp_dir in cmd
+        ]
+        found = {*named, *descendants(named, table), *self.live_orphans()} - {os.getpid()}
+        return alive(sorted(found))
 
     def daemons(self, node: RayNode) -> list[int]:
         """Ray daemons of one node (their command lines name its temp dir)."""
@@ -194,7 +298,7 @@ class TwoNodeCluster:
         if raylet is None:
             return None
         below = descendants([raylet])
-        self.orphans += below
+        self.orphans.update({pid: started(pid) for pid in below})
         os.kill(raylet, signal.SIGKILL)
         return raylet, below
 
@@ -224,18 +328,25 @@ class TwoNodeCluster:
                              text=True, timeout=60)  # fmt: skip
         return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else 0
 
-    def stop(self) -> None:
-        """SIGTERM then SIGKILL exactly our processes; remove our temp dirs."""
-        for _ in range(2):
-            ours = []
-            for node in (self.node, self.head):
-                daemons = self.daemons(node)
-                ours += daemons + descendants(daemons)
-            signal_all(ours, signal.SIGTERM)
+    def stop(self, timeout_s: float = 60.0) -> list[int]:
+        """SIGTERM then SIGKILL exactly our processes until none is left; remove our temp dirs.
+
+        Returns the processes still alive at the deadline (none, unless the kernel holds one)."""
+        self._closing.set()
+        if self._replacer is not None:  # a replacement node being started now: let it finish, then stop it
+            self._replacer.join(timeout=150)
+        with self._lock:
+            deadline = time.monotonic() + timeout_s
+            signal_all(self.ours(), signal.SIGTERM)  # a chance to exit cleanly, then no more
             time.sleep(1.0)
-            signal_all(ours + self.orphans, signal.SIGKILL)
+            left = self.ours()
+            while left and time.monotonic() < deadline:
+                signal_all(left, signal.SIGKILL)
+                time.sleep(0.2)
+                left = self.ours()
         for node in (self.head, self.node):
             shutil.rmtree(node.temp_dir, ignore_errors=True)
+        return left
 
 
 class MotoS3:
@@ -251,7 +362,11 @@ class MotoS3:
             [str(VENV_BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        _wait_http(f"{self.url}/moto-api/", 60)
+        try:
+            _wait_http(f"{self.url}/moto-api/", 60)
+        except BaseException:
+            self.stop()
+            raise
         return self.url
 
     def bucket(self, name: str) -> dict[str, Any]:
@@ -273,10 +388,7 @@ class MotoS3:
             os.kill(self.proc.pid, signal.SIGCONT)
 
     def stop(self) -> None:
-        if self.proc is not None:
-            os.kill(self.proc.pid, signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait(timeout=30)
+        stop_process(self.proc)
 
 
 class Standin:
@@ -298,7 +410,11 @@ class Standin:
             [sys.executable, "-m", "apiflow.testing.standin_server", f"--port={self.port}", *flags],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        _wait_http(f"{self.url}/stats", 60)
+        try:
+            _wait_http(f"{self.url}/stats", 60)
+        except BaseException:
+            self.stop()
+            raise
         return self.url
 
     def stats(self) -> dict[str, Any]:
@@ -307,6 +423,4 @@ class Standin:
             return dict(json.loads(answer.read()))
 
     def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
+        stop_process(self.proc)

@@ -9,11 +9,9 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +29,19 @@ PRICES = {"input": 1.0, "output": 4.0, "cache_read": 0.1, "cache_write": 1.25, "
 FAULT_COUNTERS = ("rate_limited", "server_errors", "timeouts", "garbage")
 
 
+FAULTS_TRIALS = 1000
+"""The faults scenario's size when ``--faults-trials`` is not given (capped at ``trials``)."""
+
+
 @dataclass
 class Suite:
-    """Sizes and timings (flags)."""
+    """Sizes and timings (flags). Every scenario's trials are the clean grid's or its first part: the
+    clean run is the reference each one is compared with, so nothing may run a trial it did not."""
 
     trials: int = 5000
-    faults_trials: int = 1000
+    faults_trials: int = 0
+    """Trials of the faults scenario, the first this many of the clean grid's; 0: ``min(FAULTS_TRIALS,
+    trials)``. More than ``trials`` is refused: those extra trials would have no reference."""
     epochs: int = 1
     driver_kills: int = 3
     budget_kills: int = 2
@@ -57,14 +62,72 @@ class Suite:
     inproc: tuple[str, ...] = ()
     """Scenarios (``clean``, ``faults``) run in this process without Ray: the same TrialRunner, the same
     stand-in, the same S3 store, minus the driver start-up (how the small test fits its time)."""
-    work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="chaos-")))
+    work: Path | None = None
+    """Grid files and driver logs. None: a temp dir the run makes, removed when every check passed."""
+
+    def __post_init__(self) -> None:
+        if not self.faults_trials:
+            self.faults_trials = min(FAULTS_TRIALS, self.trials)
+        wrong = self.problems()
+        if wrong:
+            raise ValueError("; ".join(wrong))
+
+    def problems(self) -> list[str]:
+        """Why these sizes cannot give a verdict (empty when they can)."""
+        wrong = []
+        if self.trials < 1 or self.epochs < 1:
+            wrong.append("trials and epochs must be at least 1")
+        if not 1 <= self.faults_trials <= self.trials:
+            wrong.append(f"faults_trials {self.faults_trials} must be 1..trials ({self.trials}): "
+                         "the clean run is the faults scenario's reference")  # fmt: skip
+        last = self.kill_points()[-1]
+        if last >= 1.0:
+            wrong.append(f"driver_kills {self.driver_kills}: the last injection would come at {last:.0%} of "
+                         "the clean run's calls, after the grid ends")  # fmt: skip
+        if not 0 < self.budget_fraction < 1:
+            wrong.append("budget_fraction must be between 0 and 1 (the cap must stop the grid)")
+        return wrong
+
+    def kill_points(self) -> list[float]:
+        """When each chaos injection comes, as a share of the clean run's provider calls: the driver
+        kills, then the actor kill, the raylet kill and the S3 freeze."""
+        kills = [0.08 + 0.12 * k for k in range(self.driver_kills)]
+        base = 0.08 + 0.12 * self.driver_kills
+        return [*kills, base, base + 0.1, base + 0.2]
+
+
+def grid_data(
+    suite: Suite,
+    name: str,
+    url: str,
+    trials: int,
+    options: dict[str, Any],
+    prices: Path,
+    budget: float | None,
+) -> dict[str, Any]:
+    """A scenario's grid: ``trials`` provider trials (rounded up to whole tasks per model), its first
+    task slots, so a smaller grid's trials are the first of a larger one's (the same trial ids)."""
+    per_model = math.ceil(trials / (len(MODELS) * suite.epochs))
+    params = {"api_base": url, "api_key": "sk-standin", "timeout": suite.call_timeout_s}
+    data = {
+        "name": "chaos", "bank": str(ROOT / "bank/sample"), "seed": suite.seed, "epochs": suite.epochs,
+        "models": [{"model": m, "params": params, "max_tokens": 1024} for m in MODELS],
+        "tasks": {"kind": "solo", "count": per_model},
+        "out": f"s3://chaos/{name}", "storage_options": options, "price_table": str(prices),
+        "retry": {"max_attempts": suite.max_attempts, "base_s": 0.05, "max_wait_s": 0.5, "max_elapsed_s": 120},
+        "concurrency": {"actors": suite.actors, "trials_per_actor": suite.trials_per_actor},
+        "budget_usd": budget,
+    }  # fmt: skip
+    return {k: v for k, v in data.items() if v is not None}
 
 
 class Chaos:
     """Runs the scenarios on one cluster and one S3 server; collects figures and checks."""
 
     def __init__(self, suite: Suite, cluster: TwoNodeCluster, moto: MotoS3) -> None:
+        assert suite.work is not None, "run() gives the suite its work folder"
         self.s = suite
+        self.work = suite.work
         self.cluster = cluster
         self.moto = moto
         self.options = moto.bucket("chaos")
@@ -84,7 +147,7 @@ class Chaos:
         table = yaml.safe_load((ROOT / "configs/prices/2026-12.yaml").read_text())
         table["version"] = "chaos-nominal"
         table["models"]["openai/apiflow/*"] = {**PRICES, "source": "nominal (chaos suite)"}
-        path = self.s.work / "prices.yaml"
+        path = self.work / "prices.yaml"
         path.write_text(yaml.safe_dump(table))
         return path
 
@@ -95,19 +158,9 @@ class Chaos:
 
     def grid(self, name: str, url: str, trials: int, budget: float | None = None) -> Path:
         """A grid YAML for ``trials`` provider trials against ``url``, stored under s3://chaos/<name>."""
-        per_model = math.ceil(trials / (len(MODELS) * self.s.epochs))
-        params = {"api_base": url, "api_key": "sk-standin", "timeout": self.s.call_timeout_s}
-        data = {
-            "name": "chaos", "bank": str(ROOT / "bank/sample"), "seed": self.s.seed, "epochs": self.s.epochs,
-            "models": [{"model": m, "params": params, "max_tokens": 1024} for m in MODELS],
-            "tasks": {"kind": "solo", "count": per_model},
-            "out": f"s3://chaos/{name}", "storage_options": self.options, "price_table": str(self.prices_path),
-            "retry": {"max_attempts": self.s.max_attempts, "base_s": 0.05, "max_wait_s": 0.5, "max_elapsed_s": 120},
-            "concurrency": {"actors": self.s.actors, "trials_per_actor": self.s.trials_per_actor},
-            "budget_usd": budget,
-        }  # fmt: skip
-        path = self.s.work / f"{name}.yaml"
-        path.write_text(yaml.safe_dump({k: v for k, v in data.items() if v is not None}))
+        data = grid_data(self.s, name, url, trials, self.options, self.prices_path, budget)
+        path = self.work / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(data))
         return path
 
     def store(self, name: str) -> Any:
@@ -126,7 +179,7 @@ class Chaos:
 
     # ---- drivers ----------------------------------------------------------------------------------
     def driver(self, grid: Path, log_name: str) -> subprocess.Popen[bytes]:
-        log = open(self.s.work / f"{log_name}.log", "wb")  # noqa: SIM115 - closed with the process
+        log = open(self.work / f"{log_name}.log", "wb")  # noqa: SIM115 - closed with the process
         proc = subprocess.Popen(
             [sys.executable, "-m", "cluster.driver", str(grid), "--address", self.cluster.address, "--no-progress"],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
@@ -194,9 +247,13 @@ class Chaos:
         self.checks.append(Check(name, bool(ok), detail))
 
     def compare(self, scenario: str, rows: list[dict[str, Any]], subset: set[str] | None = None) -> None:
-        """Per-trial results and per-model pass counts against the clean run."""
+        """Per-trial results and per-model pass counts against the clean run, over ``subset`` (the
+        scenario's planned trials; default the clean grid's)."""
         mine = {r["trial_id"]: chaosreport.result(r) for r in rows}
         ref = {k: v for k, v in self.clean.items() if subset is None or k in subset}
+        unmatched = (subset or set(mine)) - set(self.clean)
+        self.check(f"{scenario}: every trial has a clean reference", not unmatched,
+                   f"{len(unmatched)} trials the clean run did not run")  # fmt: skip
         differ = sorted(k for k in ref if mine.get(k) != ref[k])
         counts = collections.Counter((v[0], v[1]) for v in mine.values())
         ref_counts = collections.Counter((v[0], v[1]) for v in ref.values())
@@ -258,7 +315,7 @@ class Chaos:
                    f"{len(failures)} failure rows)")  # fmt: skip
         self.check("faults: every failed trial retried on resume and stored", failed_ids <= stored,
                    f"{len(failed_ids)} trials had a provider outcome; {len(failed_ids - stored)} still unstored")  # fmt: skip
-        self.compare("faults", rows, subset=stored)
+        self.compare("faults", rows, subset=planned)
 
     def scenario_chaos(self) -> None:
         began = time.monotonic()
@@ -269,14 +326,11 @@ class Chaos:
         with _standin(**self.faults()) as standin:
             grid = self.grid("chaos", standin.url, self.s.trials, budget=cap)
             planned = self.planned(grid)
-            events: list[tuple[str, float, Callable[[], str]]] = []
-            for k in range(self.s.driver_kills):
-                events.append(
-                    (f"driver SIGKILL {k + 1}/{self.s.driver_kills}", 0.08 + 0.12 * k, self._kill_driver)
-                )
-            base = 0.08 + 0.12 * self.s.driver_kills
-            events += [("actor SIGKILL", base, self._kill_actor), ("node-2 raylet SIGKILL", base + 0.1, self._kill_raylet),
-                       (f"S3 frozen {self.s.s3_pause_s:.0f} s", base + 0.2, self._pause_s3)]  # fmt: skip
+            labels = [f"driver SIGKILL {k + 1}/{self.s.driver_kills}" for k in range(self.s.driver_kills)]
+            actions: list[Callable[[], str]] = [self._kill_driver] * self.s.driver_kills
+            labels += ["actor SIGKILL", "node-2 raylet SIGKILL", f"S3 frozen {self.s.s3_pause_s:.0f} s"]
+            actions += [self._kill_actor, self._kill_raylet, self._pause_s3]
+            events = list(zip(labels, self.s.kill_points(), actions, strict=True))
             self.proc: subprocess.Popen[bytes] | None = None
             runs = 0
             for label, at, action in events:
@@ -414,12 +468,7 @@ class Chaos:
         if killed is None:
             return "SKIPPED: node-2 raylet not found"
 
-        def replace() -> None:  # a replacement node joins later, as an autoscaler would add one
-            time.sleep(15)
-            self.cluster.stop_node()
-            self.cluster.start_node()
-
-        threading.Thread(target=replace, daemon=True).start()
+        self.cluster.replace_node_later(15.0)
         return f"raylet pid {killed[0]} killed ({workers} TrialWorkers on it); replacement in 15 s"
 
     def _pause_s3(self) -> str:

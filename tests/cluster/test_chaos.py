@@ -12,10 +12,12 @@ Ray, which keeps the test near 90 s; ``bench/chaos.py`` runs all of it on the cl
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 from clusterkit import ROOT
 
+from cluster.chaos.kit import MARKER, alive, cluster_tag, with_env
 from cluster.chaos.scenarios import Suite
 from cluster.chaos.suite import run
 
@@ -36,3 +38,5 @@ def test_chaos_suite_small_loses_nothing(tmp_path):
     checks = [line for line in lines if line.startswith("[")]
     assert len(checks) >= 20, report  # every scenario reached its checks
     assert ok, report
+    tag = cluster_tag()  # nothing of the cluster outlives the run (tests/cluster/test_chaos_cleanup.py)
+    assert alive(with_env(f"{MARKER}={tag}")) == [] and not list(Path("/tmp").glob(f"{Path(tag).name}-*"))
