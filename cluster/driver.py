@@ -37,6 +37,7 @@ from cluster.plan import PlannedTrial, plan_grid, resume_plan
 from cluster.preflight import missing_keys, rejected_keys
 from cluster.progress import GridProgress, Tally
 from cluster.report import GridSummary
+from cluster.selection import Selection
 from cluster.session import Ray
 from cluster.spec import GridSpec, load_grid
 from cluster.verify import verify_store
@@ -172,7 +173,7 @@ def inline_spec(spec: GridSpec) -> str | bytes:
 
 def run_grid(
     spec: GridSpec, *, address: str | None = None, dry_run: bool = False, progress: bool = True,
-    retry_unscored: bool = False, extend: bool = False,
+    retry_unscored: bool = False, extend: bool = False, selection: Selection | None = None,
 ) -> GridSummary:
     """Run (or resume) a grid until every planned trial is stored, the budget is reached, or it fails.
 
@@ -185,6 +186,8 @@ def run_grid(
         retry_unscored: Also run the trials already unscored ``spec.max_unscored_attempts`` times.
         extend: The output holds a grid this one extends (more epochs, models or tasks): run only the
             new trials beside the stored ones (``cluster.extend``).
+        selection: Run only this part of the grid's plan (``--models/--tasks/--epochs``); the grid,
+            its id and its manifest stay whole, the rest stays pending.
 
     Returns:
         What happened, for the caller to print (``GridSummary.lines()``).
@@ -202,12 +205,16 @@ def run_grid(
     store = ResultStore(spec.out, spec.storage_options)
     if seed_drawn:  # the seed its first run drew, kept in the manifest (a dry run draws one for its estimate)
         spec, _ = settled_seed(spec, store.read_manifest())
-    plan = plan_grid(spec, bank)
+    grid_plan = plan_grid(spec, bank)
+    plan = (selection or Selection()).keep(spec, grid_plan)  # this invocation's part of the grid
     # The store's first request (no credentials, no endpoint) is resume_plan's.
     state = resume_plan(plan, store, spec.max_unscored_attempts, retry_unscored)
     todo = state.todo
     summary = GridSummary(spec=spec, planned=len(plan), already_done=state.stored, already_final=state.final,
                           attempts=state.attempts, retry_unscored=retry_unscored)  # fmt: skip
+    if len(plan) < len(grid_plan):
+        summary.grid_planned = len(grid_plan)
+        print(f"  selected {len(plan)} of the grid's {len(grid_plan)} trials (the rest stay pending)", file=sys.stderr)
     estimate = estimate_grid(spec, todo, model_prices, len(plan) - state.final)
     for line in estimate_lines(spec, estimate) + summary.plan_lines():
         print(line, file=sys.stderr)
@@ -227,7 +234,7 @@ def run_grid(
     extending = stored is not None and stored.get("grid_id") != gid
     if extending:  # as write_manifest would refuse it, before Ray starts; unless --extend and it does
         assert stored is not None
-        check_extension(stored, spec, bank, {p.trial_id for p in plan}, extend=extend, url=store.url)
+        check_extension(stored, spec, bank, {p.trial_id for p in grid_plan}, extend=extend, url=store.url)
     summary.phases["plan_s"] = time.monotonic() - started
     attempt = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     check_free(store.objects)  # one writer per folder: a live holder is named before Ray starts
@@ -243,7 +250,7 @@ def run_grid(
         # The output's secret canary key, made before any trial; every worker reads it from the store
         # (it never travels through Ray), and the manifest names its id only.
         spec, key = grid_canary_key(spec, store, stored)
-        manifest = build_manifest(spec, bank, prices, len(plan), seed_drawn=seed_drawn, canary_key=key)
+        manifest = build_manifest(spec, bank, prices, len(grid_plan), seed_drawn=seed_drawn, canary_key=key)
         if extending and stored is not None:
             store.replace_manifest(extended_manifest(manifest, stored), stored)
         else:
@@ -442,11 +449,15 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.budget_usd is not None and args.budget_usd <= 0:
         raise UsageError("--budget-usd must be positive")
     spec = spec.with_overrides(out=args.out, budget_usd=args.budget_usd)
+    selection = Selection.from_flags(args.models, args.tasks, args.epochs)
     summary = run_grid(spec, address=args.address, dry_run=args.dry_run, progress=not args.no_progress,
-                       retry_unscored=args.retry_unscored, extend=args.extend)
-    summary.resume = f"apiflow grid run {args.grid} --out {spec.out}"
+                       retry_unscored=args.retry_unscored, extend=args.extend, selection=selection)
+    summary.resume = " ".join(filter(None, [f"apiflow grid run {args.grid} --out {spec.out}", selection.describe()]))
     for line in summary.lines(dry_run=args.dry_run, verbose=args.verbose):
         print(line)
+    if summary.grid_planned is not None:
+        print(f"  selection {selection.describe()}: {summary.planned} of the grid's {summary.grid_planned} trials; "
+              f"`apiflow grid run {args.grid} --out {spec.out}` runs the rest")  # fmt: skip
     if summary.interrupted:
         return 130
     return 0 if args.dry_run or summary.complete else 3

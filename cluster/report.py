@@ -41,6 +41,8 @@ class GridSummary:
     """Providers whose account ran out of quota or credit, and their trials left pending."""
     interrupted: bool = False
     """Stopped by Ctrl-C: what finished is stored."""
+    grid_planned: int | None = None
+    """With ``--models/--tasks/--epochs``: the whole grid's planned trials (``planned`` is the selection's)."""
     stored_at_stop: int = 0
     """After a Ctrl-C: the plan's trials the store holds (actors may have stored what the driver never saw)."""
     lease_lost: str = ""

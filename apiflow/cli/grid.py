@@ -102,6 +102,9 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also run the trials left unscored, final (the grid's max_unscored_attempts unscored attempts)",
     )
+    parser.add_argument("--models", help="run only these of the grid's models (ids or slugs, comma-separated)")
+    parser.add_argument("--tasks", help="run only these task ids (comma-separated)")
+    parser.add_argument("--epochs", type=int, help="run only epochs 1..N of the grid's")
     parser.add_argument(
         "--extend",
         action="store_true",
