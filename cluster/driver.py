@@ -34,7 +34,7 @@ from cluster.estimate import estimate_grid, estimate_lines, expected_costs
 from cluster.extend import check_extension, extended_manifest
 from cluster.manifest import attempt_info, build_manifest, grid_canary_key, grid_id, settled_seed
 from cluster.plan import PlannedTrial, plan_grid, resume_plan
-from cluster.preflight import missing_keys, rejected_keys
+from cluster.preflight import missing_keys, node_keys, rejected_keys
 from cluster.progress import GridProgress, Tally
 from cluster.report import GridSummary
 from cluster.selection import Selection
@@ -242,6 +242,12 @@ def run_grid(
     cluster = Ray(address)
     summary.phases["ray_start_s"] = time.monotonic() - started - summary.phases["plan_s"]
     try:
+        if not cluster.started_here:  # a cluster's other nodes: do their actors see the keys too?
+            nodes = node_keys(cluster.ray, spec)
+            for line in nodes.unanswered:
+                print(f"  key: {line}", file=sys.stderr)
+            if nodes.missing:
+                raise UsageError("; ".join(nodes.missing))
         lease = take_lease(store.objects, holder_name(attempt))
     except BaseException:
         cluster.close()

@@ -14,6 +14,7 @@ from apiflow.analysis.document import (
     pct_ci,
     report_worlds,
 )
+from apiflow.analysis.served import served_flag_line, served_section
 
 
 def _f(x: float | None, fmt: str = "{:.1f}") -> str:
@@ -270,7 +271,11 @@ def outcomes_section(s: dict) -> Section:
 def build_sections(s: dict) -> list[Section]:
     """Every section of the report, in order."""
     k = s["headline"]["length"]
-    board = Section("Leaderboard", headline_paragraphs(s), [leaderboard_table(s)])
+    paragraphs = headline_paragraphs(s)
+    served_flag = served_flag_line(s)
+    if served_flag:
+        paragraphs.insert(1, served_flag)
+    board = Section("Leaderboard", paragraphs, [leaderboard_table(s)])
     by_length = Table(
         ["K", "trials", "inclusive [90% CI]", "clean trials", "clean [90% CI]"],
         [
@@ -285,6 +290,9 @@ def build_sections(s: dict) -> list[Section]:
         ],
     )
     sections = [board, outcomes_section(s)] if "outcomes" in s else [board]
+    served = served_section(s)
+    if served is not None:
+        sections.append(served)
     if k:
         sections.append(Section("Pass rate by chain length", [], [by_length]))
         sections += [null_section(s), screen_section(s)]

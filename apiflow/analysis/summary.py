@@ -13,6 +13,7 @@ from apiflow.analysis.failures import composition, failure_classes
 from apiflow.analysis.null_model import null_model, world_sums
 from apiflow.analysis.outcomes import outcome_table
 from apiflow.analysis.screen import screen_cells
+from apiflow.analysis.served import served_cells
 from apiflow.analysis.slices import SliceStats, paired_differences, slice_stats
 from apiflow.analysis.trials import Trials
 from apiflow.analysis.variation import variance_split, world_model_table
@@ -47,6 +48,7 @@ def summarize(trials: Trials, options: ReportOptions) -> dict:
         "summary_version": SUMMARY_VERSION,
         "meta": _meta(trials, options),
         "outcomes": outcome_table(trials),
+        "served": served_cells(trials),
         "pass_rates": _pass_rates(trials, resamples, solo, clean, chain_lengths),
         "screen": screen.as_dict(),
         "headline": {

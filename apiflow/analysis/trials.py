@@ -136,6 +136,7 @@ def trials_from_table(table: pa.Table, *, count_unscored: bool = False) -> Trial
     columns["model_api"] = _strings(table, "model_api")
     columns["termination"] = _strings(table, "termination")
     columns["harness_error"] = _strings(table, "harness_error")
+    columns["served"] = _strings(table, "served")
     return Trials(
         models=models,
         worlds=worlds,

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from apiflow.analysis.document import BOTH_RATES, Section, Table, leaderboard_table
+from apiflow.analysis.served import served_flag_line
 
 FIGURE_CAPTIONS = {
     "pass_vs_length": "Chain pass rate vs length with the null-model curve and 90% bands",
@@ -121,3 +122,6 @@ def print_leaderboard(summary: dict, console: Console | None = None, limit: int 
                 for m in outcomes["flagged"]
             )
         )
+    served = served_flag_line(summary, pointer=False)
+    if served:
+        console.print(served)

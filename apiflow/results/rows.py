@@ -31,6 +31,9 @@ DEFAULT_PANEL = "apiflow"
 _TASK_SHAPE = re.compile(r"-(?P<world>w\d{2})-(?:sub(?P<sub>\d{2})|chain-1to(?P<len>\d{2}))$")
 _ABSTAINED_PREFIX = "agent abstained ("
 
+SERVED_SEPARATOR = ", "
+"""Joins a trial's served values in its ``served`` column (``served_values`` splits them)."""
+
 
 @dataclass(frozen=True, slots=True)
 class TrialRow:
@@ -88,6 +91,9 @@ class TrialRow:
     agent_version: str
     tool_schema_hash: str
     created: str
+    served: str | None
+    """What the provider said served the trial's calls: its distinct ``model@fingerprint`` values
+    (``SERVED_SEPARATOR``-joined, sorted); None when no call named one (offline models)."""
 
 
 _ARROW_TYPES: dict[Any, pa.DataType] = {
@@ -240,8 +246,28 @@ def record_to_row(
         agent_version=block.agent_version,
         tool_schema_hash=block.tool_schema_hash,
         created=record.provenance.created,
+        served=served_text(block.served),
     )
     return row
+
+
+def served_text(served: list[list[str]]) -> str | None:
+    """A trial's ``served`` column: its calls' distinct ``model@fingerprint`` (``model`` when the provider
+    named no fingerprint), sorted and joined; None when no call named either.
+
+    Per trial, not per call: the report compares the trials of a cell, and a request id is per call.
+    """
+    values: set[str] = set()
+    for entry in served:  # ``[model, fingerprint, request id]``; a short entry from an old file is padded
+        model, fingerprint = [*entry, "", ""][:2]
+        values.add(f"{model}@{fingerprint}" if fingerprint else model)
+    values.discard("")
+    return SERVED_SEPARATOR.join(sorted(values)) or None
+
+
+def served_values(text: str | None) -> list[str]:
+    """The values a ``served`` column holds (``served_text`` read back)."""
+    return [v for v in (text or "").split(SERVED_SEPARATOR) if v]
 
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
