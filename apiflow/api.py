@@ -36,7 +36,7 @@ from apiflow.errors import UsageError
 from apiflow.models import GenerateConfig, check_model_name, model_prices, model_slug
 from apiflow.models.registry import price_source
 from apiflow.results.canary_key import CanaryKey
-from apiflow.results.prices import DEFAULT_PRICE_TABLE, cost_usd, load_price_table
+from apiflow.results.prices import DEFAULT_PRICE_TABLE, load_price_table
 from apiflow.results.record import TrialRecord
 from apiflow.results.rows import record_to_row, rows_to_table
 from apiflow.runner import Run, TrialPlan
@@ -91,7 +91,8 @@ def run_trials(
         params: Provider/plug-in parameters for every model (``api_base``...).
         limits: Trial limits (default: 500 messages, 1,800 s).
         config: Generation parameters (temperature, max_tokens, extra).
-        prices: Price table for ``cost_usd`` (plug-ins without an entry: their own price, else free).
+        prices: Price table for ``cost_usd``, each call priced apart (plug-ins without an entry: their own
+            price, else free).
         records: If given, every trial's full record is appended to it (messages, grading).
         canary_key: A secret canary key (``apiflow.results.canary_key``: ``CanaryKey.new()``, or a
             results folder's ``folder_key``) for canary forms no released record predicts; None
@@ -124,12 +125,10 @@ def run_trials(
             source = price_source(table, slug, name) if price is not None else table.version
             run = Run(
                 loaded, run_id_for(loaded.hash, slug, [t.id for t in chosen], epochs, seed), seed, limits,
-                config, params, replay, canary_key,
+                config, params, replay, canary_key, price,
             )  # fmt: skip
             trials = [TrialPlan(name, task, epoch) for epoch in range(1, epochs + 1) for task in chosen]
-            async for record in run.play(trials):
-                if price is not None:
-                    record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, price)
+            async for record in run.play(trials):  # priced by the run, call by call
                 rows.append(record_to_row(record, panel=NOTEBOOK_PANEL, price_table=source))
                 if records is not None:
                     records.append(record)

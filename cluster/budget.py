@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiflow.models.base import GenerateConfig, ModelClient, ModelOutput
-from apiflow.results.prices import Prices, cost_usd
+from apiflow.results.prices import Prices, call_cost_usd
 
 PRIOR_TRIALS = 2.0
 """How many trials' worth of weight a model's published profile keeps against its observed costs."""
@@ -226,7 +226,8 @@ class BudgetedModel:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
     ) -> ModelOutput:
         output = await self.inner.generate(messages, tools, config)  # a failed call is not billed
-        await self.ledger.charge.remote(self.key, cost_usd(output.usage, self.prices))
+        # One call's own price: its long-context rate when its prompt crossed the threshold.
+        await self.ledger.charge.remote(self.key, call_cost_usd(output.usage, self.prices))
         return output
 
     async def end_trial(self, messages: list[dict[str, Any]]) -> None:

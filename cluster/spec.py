@@ -229,7 +229,7 @@ class GridSpec(BaseModel):
     row_format: Literal["parquet", "arrow"] = "parquet"
     """Per-trial row objects: Parquet (default) or Arrow IPC (25x cheaper to write; see design note 042)."""
     budget_usd: float | None = Field(default=None, gt=0)
-    price_table: str = "configs/prices/2027-01.yaml"
+    price_table: str = "configs/prices/2027-02.yaml"  # as DEFAULT_PRICE_TABLE
     concurrency: Concurrency = Field(default_factory=Concurrency)
     limits: Limits = Field(default_factory=Limits)
     retry: Retry = Field(default_factory=Retry)

@@ -26,7 +26,7 @@ from apiflow.models.plugins import FREE, BrokenModel
 from apiflow.models.registry import price_source
 from apiflow.models.retry import RetryPolicy, retry_hook
 from apiflow.results.canary_key import FOLDER, folder_key
-from apiflow.results.prices import STANDARD, Prices, PriceTable, cost_usd, load_price_table
+from apiflow.results.prices import STANDARD, Prices, PriceTable, load_price_table
 from apiflow.results.record import TrialRecord
 from apiflow.results.rows import record_to_row
 from apiflow.results.store import ResultStore
@@ -176,12 +176,11 @@ class TrialRunner:
                 config=GenerateConfig(grid_model.temperature, grid_model.max_tokens, dict(grid_model.extra)),
                 trial_id=planned.trial_id,  # the planner's id is the storage key (it also covers params)
                 canary_key=self.canary_key,
+                prices=self.model_prices[planned.model_index],  # the record's cost, priced call by call
             )  # fmt: skip
             record = await play_trial(
                 spec, self._model(grid_model, planned.model_index, planned), self.replay
             )
-        block = record.apiflow
-        block.cost_usd = cost_usd(block.tokens, self.model_prices[planned.model_index])
         row = record_to_row(record, panel=self.spec.name, price_table=self.price_sources[planned.model_index])
         return record, row
 

@@ -163,11 +163,13 @@ class TurnIntake:
             and type(u.cache_read) is int
             and type(u.cache_write) is int
             and type(u.reasoning) is int
+            and type(u.cache_write_1h) is int
             and 0 <= u.input <= USAGE_TOKENS
             and 0 <= u.output <= USAGE_TOKENS
             and 0 <= u.cache_read <= USAGE_TOKENS
             and 0 <= u.cache_write <= USAGE_TOKENS
             and 0 <= u.reasoning <= USAGE_TOKENS
+            and 0 <= u.cache_write_1h <= u.cache_write
         ):
             output = self._accounting(output)
         recorded = len(calls)
@@ -371,15 +373,21 @@ def _count(value: Any) -> int:
 
 
 def _clean_usage(usage: Any) -> Usage:
+    """Counts in range, and the one-hour writes at most the writes they are a part of: a model or
+    provider claiming more would be billed for writes it never made."""
     if not isinstance(usage, Usage):
         return Usage()
-    parts = (usage.input, usage.output, usage.cache_read, usage.cache_write, usage.reasoning)
+    parts = (
+        usage.input, usage.output, usage.cache_read, usage.cache_write, usage.reasoning, usage.cache_write_1h
+    )  # fmt: skip
     for part in parts:  # the common case, checked without building the clean counts
         if type(part) is not int or not 0 <= part <= USAGE_TOKENS:
             break
     else:
-        return usage
-    counts = tuple(_count(p) for p in parts)
+        if parts[5] <= parts[3]:
+            return usage
+    counts = [_count(p) for p in parts]
+    counts[5] = min(counts[5], counts[3])
     if all(type(p) is int and p == c for p, c in zip(parts, counts, strict=True)):
         return usage
     return Usage(*counts)

@@ -94,6 +94,10 @@ class LoopOutcome:
     tool_errors: int = 0
     parse_errors: int = 0
     usage: Usage = field(default_factory=Usage)
+    calls: list[Usage] = field(default_factory=list)
+    """Each model call's usage after intake, in order: a provider's long-context rate is decided per
+    call, so a trial is priced from these (``calls_cost_usd``), never from ``usage``'s sums. Not
+    recorded: the record keeps the sums."""
     provider_cost_usd: float | None = None
     retries: list[dict[str, Any]] = field(default_factory=list)
     served: list[list[str]] = field(default_factory=list)
@@ -291,7 +295,8 @@ class _Loop:
         # Token sums kept as ints and written to ``out.usage`` once, however the loop ends (a
         # limit, a fault, our timer): the same sum as adding each turn's ``Usage``, without
         # building one per model call.
-        tin = tout = tread = twrite = treason = 0  # out is fresh: Usage() so far
+        tin = tout = tread = twrite = treason = thour = 0  # out is fresh: Usage() so far
+        per_call = out.calls
         try:
             while True:
                 if max_messages is not None and len(messages) >= max_messages:
@@ -315,6 +320,8 @@ class _Loop:
                 u = output.usage
                 tin, tout, tread = tin + u.input, tout + u.output, tread + u.cache_read
                 twrite, treason = twrite + u.cache_write, treason + u.reasoning
+                thour += u.cache_write_1h
+                per_call.append(u)
                 if output.retries:
                     out.retries.extend(output.retries)
                 if output.served is not None:
@@ -338,7 +345,7 @@ class _Loop:
                     break
         finally:
             if out.model_calls:
-                out.usage = Usage(tin, tout, tread, twrite, treason)
+                out.usage = Usage(tin, tout, tread, twrite, treason, thour)
         return self.out
 
 

@@ -25,6 +25,7 @@ from apiflow.grading import Evidence, Grade, evidence_from_workspace, grade
 from apiflow.models.base import GenerateConfig, ModelClient
 from apiflow.redact import SECRETS_ATTR, RedactingFilter
 from apiflow.results.canary_key import CanaryKey
+from apiflow.results.prices import Prices, calls_cost_usd
 from apiflow.results.record import (
     ApiflowBlock,
     LimitHit,
@@ -163,6 +164,9 @@ class TrialSpec:
             own, over more than this spec says); by default ``trial_id_for`` these fields.
         canary_key: The results folder's secret canary key (``apiflow.results.canary_key``), or None
             for canary forms derived from the seed alone; the record names the key's id only.
+        prices: The model's prices: the record's ``cost_usd`` is its calls priced one by one
+            (``calls_cost_usd``: a long-context rate applies to the calls above its threshold
+            only); None leaves the cost unset. Not part of the trial id.
     """
 
     task: Task
@@ -177,6 +181,7 @@ class TrialSpec:
     config: GenerateConfig | None = None
     trial_id: str | None = None
     canary_key: CanaryKey | None = None
+    prices: Prices | None = None
 
 
 class PlayedTrial(NamedTuple):
@@ -269,6 +274,8 @@ async def run_trial(spec: TrialSpec, model: ModelClient, *, replay: Replay | Non
         outcome, graded, bank_name=bank_name, bank_hash=bank_hash, seed=seed, trial_id=trial_id,
         version=version, schema_hash=schema_hash, canary_key=spec.canary_key,
     )  # fmt: skip
+    if spec.prices is not None:  # per call, so a surcharge lands on the calls that crossed it only
+        block.cost_usd = calls_cost_usd(outcome.calls, spec.prices)
     return TrialRecord(
         model=model_slug,
         model_api=model.model_api,
@@ -317,6 +324,7 @@ def _apiflow_block(
             cache_read=u.cache_read,
             cache_write=u.cache_write,
             reasoning=u.reasoning,
+            cache_write_1h=u.cache_write_1h,
         ),
         provider_cost_usd=outcome.provider_cost_usd,
         retries=outcome.retries,

@@ -19,7 +19,7 @@ from apiflow.errors import UsageError
 from apiflow.models import check_model_name, model_prices, model_slug, uses_litellm
 from apiflow.results.canary_key import FOLDER, KEY_PARTS, MODES, folder_key
 from apiflow.results.objects import ObjectFolder
-from apiflow.results.prices import DEFAULT_PRICE_TABLE, Prices, cost_usd, load_price_table
+from apiflow.results.prices import DEFAULT_PRICE_TABLE, Prices, load_price_table
 from apiflow.results.record import TrialRecord
 from apiflow.results.storage import check_output
 from apiflow.runner import Run, TrialPlan
@@ -168,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
     key = folder_key(ObjectFolder(str(out))) if args.canary_key == FOLDER else None
     run = Run(
         bank, run_id_for(bank.hash, slug, [t.id for t in tasks], args.epochs, args.seed), args.seed,
-        limits, params=params, replay=replay_for([args.model]), canary_key=key,
+        limits, params=params, replay=replay_for([args.model]), canary_key=key, prices=prices,
     )  # fmt: skip
     trials = [TrialPlan(args.model, task, epoch) for epoch in range(1, args.epochs + 1) for task in tasks]
 
@@ -178,9 +178,7 @@ def _run(args: argparse.Namespace) -> int:
         # One event loop for the whole run: a fresh loop per trial would cost more than the trial.
         nonlocal stored
         harness_outcomes = 0
-        async for record in run.play(trials):
-            if prices is not None:
-                record.apiflow.cost_usd = cost_usd(record.apiflow.tokens, prices)
+        async for record in run.play(trials):  # priced by the run, call by call
             print(_summary(record, _write(record, out)), flush=True)
             stored += 1
             harness_outcomes += record.is_harness_outcome

@@ -29,6 +29,8 @@ class Usage:
     """Token usage of one model call, by priced kind; the kinds are disjoint.
 
     ``input`` excludes cache reads and writes; ``output`` excludes reasoning tokens.
+    ``cache_write_1h`` is not a sixth kind but the part of ``cache_write`` written for an hour
+    (Anthropic bills it at another rate): every count of writes keeps meaning all writes.
     """
 
     input: int = 0
@@ -36,6 +38,7 @@ class Usage:
     cache_read: int = 0
     cache_write: int = 0
     reasoning: int = 0
+    cache_write_1h: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -44,6 +47,7 @@ class Usage:
             self.cache_read + other.cache_read,
             self.cache_write + other.cache_write,
             self.reasoning + other.reasoning,
+            self.cache_write_1h + other.cache_write_1h,
         )
 
 

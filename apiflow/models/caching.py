@@ -7,6 +7,11 @@ whole prompt as input on every call of a trial. OpenAI-style providers cache on 
 mark. The marks go on the copy of the conversation sent to the provider, never on the trial's
 transcript: caching changes what a call costs, not what the trial is or records (so it is a transport
 setting, outside the trial id; ``prompt_caching: false`` in a model's params turns it off).
+
+A mark's lifetime is five minutes unless a model's params ask ``cache_ttl``: ``1h`` marks every
+breakpoint for an hour, ``1h-prefix`` only the tools and system prompt (what a task's trials share;
+the rolling turns are read again within seconds, where an hour's write, 2x input against 1.25x,
+buys nothing). Anthropic requires longer marks before shorter ones; both orders keep that.
 """
 
 from __future__ import annotations
@@ -16,7 +21,16 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from apiflow.errors import UsageError
+
 EPHEMERAL: Final = {"type": "ephemeral"}
+"""A five-minute mark, as sent when no ``cache_ttl`` is asked (the request bytes of a default run)."""
+
+HOUR: Final = {"type": "ephemeral", "ttl": "1h"}
+
+CACHE_TTLS: Final = ("5m", "1h", "1h-prefix")
+"""What ``params.cache_ttl`` may ask: every mark five minutes (the default), an hour, or an hour on the
+shared prefix only."""
 
 ROLLING_TURNS: Final = 2
 """User or tool turns marked from the end: with the system prompt and the last tool, four marks, the
@@ -46,28 +60,43 @@ def limit_counts_cache_reads(model: str) -> bool:
     return not marks_breakpoints(model)
 
 
+def cache_ttl(params: Mapping[str, Any]) -> str:
+    """The mark lifetime a model's params ask (``cache_ttl``, default ``5m``).
+
+    Raises:
+        UsageError: A value other than ``CACHE_TTLS``.
+    """
+    ttl = params.get("cache_ttl", "5m")
+    if ttl not in CACHE_TTLS:
+        raise UsageError(f"params.cache_ttl must be one of {', '.join(CACHE_TTLS)}, got {ttl!r}")
+    return str(ttl)
+
+
 def with_breakpoints(
-    messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]], ttl: str = "5m"
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Copies of ``messages`` (OpenAI chat shape) and ``tools`` with the rolling marks set: the system
-    prompt, the last tool, and the last ``ROLLING_TURNS`` user or tool messages.
+    prompt, the last tool, and the last ``ROLLING_TURNS`` user or tool messages, each for ``ttl``
+    (``cache_ttl``).
 
     Every system, user and tool message goes as text blocks, marked or not, so a turn is sent in the
     same form before and after the mark moves past it: the prefix an earlier call cached is the
     prefix this call sends. What is changed is copied; nothing given is edited (the client reuses its
     converted messages call after call).
     """
+    prefix = HOUR if ttl in ("1h", "1h-prefix") else EPHEMERAL
+    rolling = HOUR if ttl == "1h" else EPHEMERAL
     marked = [_as_blocks(m) if m.get("role") in ("system", "user", "tool") else m for m in messages]
     for index, message in enumerate(marked):
         if message.get("role") == "system":
-            marked[index] = _marked(message)
+            marked[index] = _marked(message, prefix)
             break
     turns = [i for i, m in enumerate(marked) if m.get("role") in ("user", "tool")]
     for index in turns[-ROLLING_TURNS:]:
-        marked[index] = _marked(marked[index])
+        marked[index] = _marked(marked[index], rolling)
     tools = list(tools)
     if tools:
-        tools[-1] = {**tools[-1], "cache_control": EPHEMERAL}
+        tools[-1] = {**tools[-1], "cache_control": prefix}
     return marked, tools
 
 
@@ -79,12 +108,12 @@ def _as_blocks(message: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def _marked(message: dict[str, Any]) -> dict[str, Any]:
-    """The message with the mark on its last content block."""
+def _marked(message: dict[str, Any], mark: Mapping[str, str]) -> dict[str, Any]:
+    """The message with ``mark`` on its last content block."""
     content = message.get("content")
     if not (isinstance(content, list) and content and isinstance(content[-1], dict)):
         return message  # nothing a mark can sit on (an empty turn): left as it is, unmarked
-    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": EPHEMERAL}]}
+    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": mark}]}
 
 
 def prompt_cache_key(messages: list[dict[str, Any]]) -> str:

@@ -12,6 +12,8 @@ Responses API's ``reasoning_items`` with encrypted content, open-weight provider
 ``reasoning_content``, Gemini's per-call thought signatures) is kept by the client, per turn, and
 sent back with that turn on every later call of the trial (``ReplayState``;
 docs/design/046-provider-fidelity.md says why the adapter keeps it rather than the record).
+``params.api: responses`` calls an ``openai/`` model through the Responses API, as the published
+runs did (store off, encrypted reasoning replayed), with the model id and record unchanged.
 
 This module's exception boundary is the single point where provider text becomes ours: every
 exception leaving ``generate`` carries a message redacted by ``apiflow.redact`` (environment keys,
@@ -31,10 +33,12 @@ from typing import Any
 
 from apiflow.errors import UsageError
 from apiflow.models.base import ContextWindowExceeded, GenerateConfig, ModelOutput, ProviderError, ToolCall
-from apiflow.models.caching import marks_breakpoints, prompt_cache_key, with_breakpoints
+from apiflow.models.caching import cache_ttl, marks_breakpoints, prompt_cache_key, with_breakpoints
 from apiflow.models.provider_fields import (
+    RESPONSES_ROUTE,
     ReplayState,
     get_field,
+    provider_route,
     reasoning_text,
     replay_state,
     request_id,
@@ -198,6 +202,10 @@ def _attach(item: dict[str, Any], state: ReplayState) -> None:
     for call, extra in zip(item.get("tool_calls") or (), state.call_fields, strict=False):
         if extra:
             call["provider_specific_fields"] = extra
+    for call, raw in zip(item.get("tool_calls") or (), state.arguments, strict=False):
+        sent = call["function"]["arguments"]
+        if raw is not None and raw != sent and parse_arguments(raw) == parse_arguments(sent):
+            call["function"]["arguments"] = raw  # the provider's own bytes; a repaired call keeps ours
 
 
 # -- OpenAI -> schema 1.0 ------------------------------------------------------------------------
@@ -255,7 +263,11 @@ class LiteLLMClient:
     Args:
         model: litellm model id, e.g. ``openai/gpt-5-mini``; recorded as ``model_api``.
         params: Extra ``acompletion`` keyword arguments (``api_base``, ``api_key``, ``timeout``, ...),
-            and ``prompt_caching`` (default true: the rolling cache marks on the Claude routes).
+            ``prompt_caching`` (default true: the rolling cache marks on the Claude routes),
+            ``cache_ttl`` (the marks' lifetime: ``5m``, ``1h`` or ``1h-prefix``;
+            ``caching.cache_ttl``), and ``api`` (``responses``: OpenAI's Responses API, store off,
+            encrypted reasoning replayed; ``provider_fields.provider_route``). None of them changes
+            ``model_api``, and none reaches the provider as it is.
         retry: The retry layer (``RetryHook``); default one attempt.
         replay: Send reasoning state back (default). Off only to show what a provider does
             without it (the stand-in's tests expect the live API's 400).
@@ -270,13 +282,17 @@ class LiteLLMClient:
         replay: bool = True,
     ) -> None:
         self.model_api = model
-        self.params = dict(params or {})
+        self.route, self.params = provider_route(model, dict(params or {}))
+        """The litellm route called: ``model`` itself, or its Responses route when ``params.api`` says so."""
         caching = self.params.pop("prompt_caching", True)
         if not isinstance(caching, bool):
             raise UsageError(f"params.prompt_caching must be true or false, got {caching!r}")
         self.marks_breakpoints = caching and marks_breakpoints(model)
         """Send the rolling cache marks (``apiflow.models.caching``): on by default where the
         provider caches only at marks."""
+        self.cache_ttl = cache_ttl(self.params)
+        """The marks' lifetime; ours, not a provider argument, so it is taken out of ``params``."""
+        self.params.pop("cache_ttl", None)
         self.cache_key = caching and model.startswith("openai/")
         """Send OpenAI's ``prompt_cache_key``, the same for every trial of a task (its system and user
         prompt): OpenAI caches on its own, and the key routes requests sharing a prefix together."""
@@ -305,7 +321,7 @@ class LiteLLMClient:
             self._sent, self._converted, self._sent_turns, known = [], [], 0, 0
         tail = messages[known:]
         replay = self.turns[self._sent_turns :] if self.replay else ()
-        self._converted.extend(to_openai_messages(tail, replay, empty_text_for(self.model_api)))
+        self._converted.extend(to_openai_messages(tail, replay, empty_text_for(self.route)))
         self._sent.extend(tail)
         self._sent_turns += sum(m["role"] == "assistant" for m in tail)
         return list(self._converted)
@@ -322,14 +338,18 @@ class LiteLLMClient:
             # The provider SDK retries twice by default; the one retry layer is ours (models/retry.py).
             "max_retries": 0,
             **self.params,
-            "model": self.model_api,
+            "model": self.route,
             "messages": self._openai_messages(messages),
             "temperature": config.temperature,
             "num_retries": 0,
             **config.extra,
         }
+        if self.route.startswith(RESPONSES_ROUTE) and kwargs["temperature"] == 1.0:
+            # The API's own default: not sent, as reasoning models on the Responses API may refuse
+            # the parameter itself; what the model generates is the same.
+            del kwargs["temperature"]
         if self.marks_breakpoints:
-            kwargs["messages"], tools = with_breakpoints(kwargs["messages"], tools)
+            kwargs["messages"], tools = with_breakpoints(kwargs["messages"], tools, self.cache_ttl)
         if self.cache_key and "prompt_cache_key" not in kwargs:
             opening = messages[1] if len(messages) > 1 else None
             if self._keyed is None or self._keyed[0] is not opening:  # once a conversation, not a call
@@ -433,11 +453,13 @@ async def rejected_key(model: str, params: dict[str, Any]) -> str | None:
     failed for another reason (the trials then meet that fault through the retry layer)."""
     litellm = _litellm()
     secrets = frozenset(secrets_in(params))
-    kwargs: dict[str, Any] = {"max_retries": 0, **params, "num_retries": 0}
+    route, sent = provider_route(model, params)
+    kwargs: dict[str, Any] = {"max_retries": 0, **sent, "num_retries": 0}
     kwargs.pop("prompt_caching", None)
+    kwargs.pop("cache_ttl", None)
     try:
         ping = [{"role": "user", "content": "ping"}]
-        await litellm.acompletion(model=model, messages=ping, max_tokens=1, **kwargs)
+        await litellm.acompletion(model=route, messages=ping, max_tokens=1, **kwargs)
     except _provider_faults() as exc:
         refused = type(exc).__name__ in ("AuthenticationError", "PermissionDeniedError")
         if refused or getattr(exc, "status_code", 0) in (401, 403):
@@ -447,4 +469,3 @@ async def rejected_key(model: str, params: dict[str, Any]) -> str | None:
     except Exception:  # noqa: BLE001 - anything else is for the trials' retry layer to meet and record
         return None
     return None
-

@@ -3,8 +3,9 @@
 Two tables the litellm adapter (``apiflow.models.litellm_client``) works from, kept apart from it
 because they are data about providers, not adapter logic, and import no litellm: the per-turn
 reasoning state each provider needs replayed in a tool loop (``REPLAY_FIELDS``, ``ReplayState``;
-docs/design/046-provider-fidelity.md) and where each provider reports each priced token kind
-(``USAGE_SOURCES``, ``usage_from_response``), plus the reasoning text a record keeps.
+docs/design/046-provider-fidelity.md), where each provider reports each priced token kind
+(``USAGE_SOURCES``, ``usage_from_response``), the reasoning text a record keeps, and the route a
+model's params choose (``provider_route``: OpenAI's Responses API as the published runs called it).
 """
 
 from __future__ import annotations
@@ -12,12 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from apiflow.errors import UsageError
 from apiflow.models.base import Usage
 
 REPLAY_FIELDS = ("thinking_blocks", "reasoning_items", "reasoning_content")
 """Assistant-message fields litellm returns that the provider needs back with the turn: Anthropic's
 signed thinking blocks, the Responses API's reasoning items (encrypted content), and the
 ``reasoning_content`` open-weight reasoning models (DeepSeek, Kimi, ...) refuse a tool loop without."""
+
+BRIDGE_FIELDS = ("openai_responses_replay", "phase")
+"""Keys of a message's ``provider_specific_fields`` that litellm's Responses bridge reads back: the
+order and checksum of the turn's output items (so the turn goes back item for item as received) and
+the message ``phase``. Other keys stay out: the chat routes would pass them to the provider."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +35,14 @@ class ReplayState:
         fields: The turn's ``REPLAY_FIELDS`` as litellm returned them (absent ones left out).
         call_fields: Each tool call's ``provider_specific_fields`` (Gemini thought signatures), by
             position; None where a call had none.
+        arguments: Each tool call's arguments as the provider sent them, by position, so a turn
+            with state goes back in the provider's own bytes (litellm's Responses bridge replays a
+            turn item for item only when its checksum over them matches). Not state by itself.
     """
 
     fields: dict[str, Any]
     call_fields: tuple[dict[str, Any] | None, ...] = ()
+    arguments: tuple[str | None, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -40,11 +51,14 @@ class ReplayState:
 
 def replay_state(message: Any) -> ReplayState:
     fields = {name: value for name in REPLAY_FIELDS if (value := _plain(get_field(message, name)))}
-    calls = tuple(
-        _plain(get_field(call, "provider_specific_fields")) or None
-        for call in (get_field(message, "tool_calls") or ())
-    )
-    return ReplayState(fields, calls)
+    extra = _plain(get_field(message, "provider_specific_fields"))
+    bridged = {k: v for k, v in extra.items() if k in BRIDGE_FIELDS and v} if isinstance(extra, dict) else {}
+    if bridged:
+        fields["provider_specific_fields"] = bridged
+    tool_calls = get_field(message, "tool_calls") or ()
+    calls = tuple(_plain(get_field(call, "provider_specific_fields")) or None for call in tool_calls)
+    raw = (get_field(get_field(call, "function"), "arguments") for call in tool_calls)
+    return ReplayState(fields, calls, tuple(a if isinstance(a, str) else None for a in raw))
 
 
 def _plain(value: Any) -> Any:
@@ -99,6 +113,11 @@ Every source counts a subset of litellm's totals: cache reads and writes are ins
 subtracts them to make the kinds disjoint."""
 
 
+WRITE_1H_SOURCE = ("prompt_tokens_details", "cache_creation_token_details", "ephemeral_1h_input_tokens")
+"""Where litellm puts the one-hour part of the cache writes (Anthropic's ``usage.cache_creation``
+split); a part of ``cache_write``, so it is read apart rather than as a ``USAGE_SOURCES`` kind."""
+
+
 def _first_count(usage: Any, kind: str) -> int:
     for details, name in USAGE_SOURCES[kind]:
         value = get_field(get_field(usage, details) if details else usage, name)
@@ -113,6 +132,7 @@ def usage_from_response(usage: Any) -> Usage:
     ``input`` excludes cache reads and writes (litellm's ``prompt_tokens`` includes them);
     the kinds are disjoint, as the price table prices them: ``output`` is the visible completion,
     ``reasoning`` the completion tokens spent on reasoning (litellm counts both in ``completion_tokens``).
+    ``cache_write`` stays every write; ``cache_write_1h`` is its one-hour part (``WRITE_1H_SOURCE``).
     """
     if usage is None:
         return Usage()
@@ -121,12 +141,16 @@ def usage_from_response(usage: Any) -> Usage:
     cache_read = _first_count(usage, "cache_read")
     cache_write = _first_count(usage, "cache_write")
     reasoning = _first_count(usage, "reasoning")
+    hour: Any = usage
+    for name in WRITE_1H_SOURCE:
+        hour = get_field(hour, name)
     return Usage(
         input=max(0, prompt - cache_read - cache_write),
         output=max(0, completion - reasoning),
         cache_read=cache_read,
         cache_write=cache_write,
         reasoning=reasoning,
+        cache_write_1h=min(_tokens(hour), cache_write),  # a part of the writes, never more
     )
 
 
@@ -162,3 +186,44 @@ def request_id(hidden: dict[str, Any], response: Any) -> str:
         if str(name).lower().endswith(("request-id", "request_id")) and value:
             return str(value)
     return str(get_field(response, "id") or "")
+
+
+RESPONSES_ROUTE = "openai/responses/"
+"""litellm's route to OpenAI's Responses API behind its chat-completions interface."""
+
+APIS = ("chat", "responses")
+
+RESPONSES_DEFAULTS: dict[str, Any] = {"store": False}
+"""What the Responses route sends unless the model's params say otherwise. ``store`` off, as the
+published runs had it: OpenAI keeps nothing between calls, so every turn's reasoning must come back
+as its encrypted item (``include`` below asks for it) and a resumed trial needs no server state."""
+
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+
+
+def provider_route(model: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``(litellm route, call params)`` for a model id and its grid params.
+
+    ``params["api"]`` picks OpenAI's API for an ``openai/`` model: ``chat`` (Chat Completions, the
+    default) or ``responses`` (the Responses API, ``openai/responses/<name>``). It is a transport
+    setting like ``api_base``: the model id, and so the trial id and the record's ``model_api``, stay
+    as written. The Responses route always asks for the encrypted reasoning items, which the adapter
+    replays turn to turn.
+
+    Raises:
+        UsageError: An unknown ``api``, or ``responses`` for a model that is not on the ``openai/`` route.
+    """
+    sent = dict(params)
+    api = sent.pop("api", "chat")
+    if api not in APIS:
+        raise UsageError(f"params.api must be one of {', '.join(APIS)}, got {api!r}")
+    route = model
+    if api == "responses" and not model.startswith(RESPONSES_ROUTE):
+        if not model.startswith("openai/"):
+            raise UsageError(f"params.api responses needs an openai/ model, got {model!r}")
+        route = RESPONSES_ROUTE + model.removeprefix("openai/")
+    if route.startswith(RESPONSES_ROUTE):
+        sent = {**RESPONSES_DEFAULTS, **sent}
+        include = list(sent.get("include") or ())
+        sent["include"] = include if ENCRYPTED_REASONING in include else [*include, ENCRYPTED_REASONING]
+    return route, sent

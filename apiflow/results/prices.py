@@ -5,12 +5,17 @@ Cost is ours, not the provider library's: a price table is a YAML file under
 dollar figure can always be traced to the exact prices it was computed with.
 litellm's own ``response_cost`` is kept on the record only as a cross-check
 (docs/design/041-prices-and-rows.md).
+
+A long-context surcharge is decided per request (a call whose prompt is above the threshold is billed
+whole at the higher rates), so it can only be priced call by call (``call_cost_usd``); a trial's
+summed tokens price exactly only when none of its calls crossed it (``cost_usd``).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,11 +29,20 @@ from apiflow.resources import resolve, shipped
 PRICE_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 """Token kinds priced separately. The kinds are disjoint: ``output`` excludes reasoning tokens."""
 
-DEFAULT_PRICE_TABLE = shipped("configs/prices/2027-01.yaml")
+WRITE_1H = "cache_write_1h"
+"""Cache writes with Anthropic's one-hour lifetime: a part of ``cache_write``, not a sixth disjoint kind,
+so every sum, row column and rate-limit count of cache writes keeps meaning all writes; only the price
+tells them apart (2x input where a five-minute write is 1.25x)."""
+
+DEFAULT_PRICE_TABLE = shipped("configs/prices/2027-02.yaml")
 
 
-class Prices(BaseModel):
-    """USD per one million tokens of each kind."""
+RATE_KINDS = (*PRICE_KINDS, WRITE_1H)
+
+
+class Rates(BaseModel):
+    """USD per one million tokens of each kind (``cache_write_1h`` None: one-hour writes cost what
+    ``cache_write`` does, as in a table that does not tell them apart)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -37,22 +51,69 @@ class Prices(BaseModel):
     cache_read: float = Field(ge=0.0)
     cache_write: float = Field(ge=0.0)
     reasoning: float = Field(ge=0.0)
+    cache_write_1h: float | None = Field(default=None, ge=0.0)
+
+
+class LongContextRates(Rates):
+    """The rates of a call whose prompt is above ``above_input_tokens`` (input, cache reads and writes):
+    the provider bills the whole call, every kind, at them, not only the tokens past the threshold."""
+
+    above_input_tokens: int = Field(gt=0)
+
+
+class Prices(Rates):
+    """A model's rates at one tier, and its long-context rates where its provider has them."""
+
+    long_context: LongContextRates | None = None
+
+
+class LongContextEntry(BaseModel):
+    """A table's ``long_context`` block. ``input`` and ``output`` are required; a cache kind left out is
+    its base rate times the input ratio and ``reasoning`` its base rate times the output ratio, because
+    providers bill them as multiples of those."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    above_input_tokens: int = Field(gt=0)
+    input: float = Field(ge=0.0)
+    output: float = Field(ge=0.0)
+    cache_read: float | None = Field(default=None, ge=0.0)
+    cache_write: float | None = Field(default=None, ge=0.0)
+    cache_write_1h: float | None = Field(default=None, ge=0.0)
+    reasoning: float | None = Field(default=None, ge=0.0)
+
+    def rates(self, base: Rates) -> dict[str, float | None]:
+        """Every kind's rate above the threshold, the kinds left out derived from ``base``."""
+        by_input = self.input / base.input if base.input else 1.0
+        by_output = self.output / base.output if base.output else 1.0
+        ratio = {"input": by_input, "output": by_output, "reasoning": by_output}
+        out: dict[str, float | None] = {}
+        for kind in RATE_KINDS:
+            given, below = getattr(self, kind), getattr(base, kind)
+            out[kind] = given if given is not None or below is None else below * ratio.get(kind, by_input)
+        return out
+
+
+def _times(rates: dict[str, float | None], factor: float) -> dict[str, float | None]:
+    return rates if factor == 1.0 else {k: None if v is None else v * factor for k, v in rates.items()}
 
 
 STANDARD = "standard"
 """The tier a call is priced at unless its model's params name another (``service_tier``)."""
 
 
-class PriceEntry(Prices):
+class PriceEntry(Rates):
     """One model's prices plus the provider ids (litellm model ids) that share them.
 
     ``tiers`` overrides the table's tier multipliers for this model (a provider without a batch
-    tier, say, is given ``{}`` and a tier it lacks is refused).
+    tier, say, is given ``{}`` and a tier it lacks is refused). ``long_context``: the rates of a call
+    whose prompt is above a threshold, where the provider bills one (a tier scales them too).
     """
 
     aliases: tuple[str, ...] = ()
     source: str = "apiflow pinned estimate"
     tiers: dict[str, float] | None = None
+    long_context: LongContextEntry | None = None
 
 
 class _PriceFile(BaseModel):
@@ -68,7 +129,8 @@ class _PriceFile(BaseModel):
 
 
 class TokenCounts(Protocol):
-    """Anything with token counts by kind (``TokensDetail``, ``Usage``)."""
+    """Anything with token counts by kind (``TokensDetail``, ``Usage``); a ``cache_write_1h`` count,
+    where there is one, is read too (``write_1h``)."""
 
     @property
     def input(self) -> int: ...
@@ -80,6 +142,17 @@ class TokenCounts(Protocol):
     def cache_write(self) -> int: ...
     @property
     def reasoning(self) -> int: ...
+
+
+def write_1h(tokens: TokenCounts) -> int:
+    """The one-hour part of ``tokens.cache_write`` (0 for counts that do not carry it; never more than
+    the writes it is a part of)."""
+    return min(int(getattr(tokens, WRITE_1H, 0) or 0), tokens.cache_write)
+
+
+def prompt_tokens(tokens: TokenCounts) -> int:
+    """The prompt a call sent, as a long-context threshold counts it: input, cache reads and writes."""
+    return tokens.input + tokens.cache_read + tokens.cache_write
 
 
 @dataclass(frozen=True)
@@ -100,7 +173,7 @@ class PriceTable:
     tiers: dict[str, float] = field(default_factory=dict)
 
     def price(self, model_slug: str, tier: str = STANDARD) -> Prices:
-        """Prices for a model slug or provider id at a service tier.
+        """Prices for a model slug or provider id at a service tier, its long-context rates with them.
 
         Lookup order: exact key, then alias (litellm id), then the first matching
         pattern key. An unknown model is a usage error: pricing it at zero would let
@@ -123,7 +196,12 @@ class PriceTable:
                 known = ", ".join([STANDARD, *tiers])
                 raise UsageError(f"price table {self.version} has no {tier!r} tier for {model_slug!r} (known: {known})")
             factor = tiers[tier]
-        return Prices(**{kind: getattr(entry, kind) * factor for kind in PRICE_KINDS})
+        long, rule = None, entry.long_context
+        if rule is not None:  # a tier's factor applies above the threshold too
+            above = _times(rule.rates(entry), factor)
+            long = LongContextRates.model_validate({"above_input_tokens": rule.above_input_tokens, **above})
+        base = _times({kind: getattr(entry, kind) for kind in RATE_KINDS}, factor)
+        return Prices.model_validate({**base, "long_context": long})
 
     def has(self, model_slug: str) -> bool:
         """True when ``price`` would find the model."""
@@ -169,15 +247,43 @@ def load_price_table(path: str | Path = DEFAULT_PRICE_TABLE) -> PriceTable:
     )
 
 
-def cost_usd(tokens: TokenCounts, prices: Prices) -> float:
-    """Dollar cost of the given token counts at the given prices.
+def _usd(tokens: TokenCounts, rates: Rates) -> float:
+    total = sum(getattr(tokens, kind) * getattr(rates, kind) for kind in PRICE_KINDS)
+    hour = write_1h(tokens)
+    if hour and rates.cache_write_1h is not None:  # the one-hour part of the writes, at its own rate
+        total += hour * (rates.cache_write_1h - rates.cache_write)
+    return total / 1_000_000
+
+
+def cost_usd(tokens: TokenCounts, prices: Rates) -> float:
+    """Dollar cost of token counts at the base (not long-context) rates.
+
+    Exact for one call below its model's long-context threshold, and for any sum of such calls: one-hour
+    writes are priced apart, which a sum keeps. A sum cannot say which of its calls crossed a
+    threshold, so this never applies long-context rates: price calls with ``call_cost_usd``. So a
+    trial's recorded cost (priced call by call when it ran) wins over re-pricing its row's sums.
 
     Args:
-        tokens: Counts by kind; kinds are disjoint (reasoning not inside output).
+        tokens: Counts by kind; kinds are disjoint (reasoning not inside output), ``cache_write_1h``
+            (when the counts carry it) a part of ``cache_write``.
         prices: USD per one million tokens of each kind.
 
     Returns:
         The cost in USD, rounded to 1e-9 so that sums are reproducible.
     """
-    total = sum(getattr(tokens, kind) * getattr(prices, kind) for kind in PRICE_KINDS)
-    return round(total / 1_000_000, 9)
+    return round(_usd(tokens, prices), 9)
+
+
+def call_cost_usd(usage: TokenCounts, prices: Prices) -> float:
+    """Dollar cost of ONE model call: at the long-context rates when its prompt is above its model's
+    threshold (the provider bills the whole call at them), else at the base rates."""
+    lc = prices.long_context
+    if lc is not None and prompt_tokens(usage) > lc.above_input_tokens:
+        return round(_usd(usage, lc), 9)
+    return round(_usd(usage, prices), 9)
+
+
+def calls_cost_usd(calls: Iterable[TokenCounts], prices: Prices) -> float:
+    """Dollar cost of a trial from the usage of each of its calls (the threshold is per request).
+    A float even for no calls (0.0), as ``cost_usd`` gives: a record writes ``0.0``, never ``0``."""
+    return round(sum((call_cost_usd(usage, prices) for usage in calls), 0.0), 9)

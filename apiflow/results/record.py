@@ -47,7 +47,11 @@ class Tokens(BaseModel):
 
 
 class TokensDetail(BaseModel):
-    """Tokens by priced kind (what our cost is computed from)."""
+    """Tokens by priced kind (what our cost is computed from).
+
+    ``cache_write_1h``: the part of ``cache_write`` written for an hour (priced apart); written only
+    when not 0, so the records of trials without one-hour writes keep their exact bytes.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -56,6 +60,7 @@ class TokensDetail(BaseModel):
     cache_read: int = 0
     cache_write: int = 0
     reasoning: int = 0
+    cache_write_1h: int = Field(default=0, exclude_if=lambda count: not count)
 
 
 class Provenance(BaseModel):

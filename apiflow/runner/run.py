@@ -15,6 +15,7 @@ from apiflow.bank import Bank
 from apiflow.bank.task import Task
 from apiflow.models import GenerateConfig, ModelClient, make_model, model_slug
 from apiflow.results.canary_key import CanaryKey
+from apiflow.results.prices import Prices
 from apiflow.results.record import TrialRecord
 
 
@@ -76,6 +77,8 @@ class Run:
             ``replay_for(models)``), or None.
         canary_key: The results folder's secret canary key, or None for forms derived from the seed
             alone (``TrialSpec.canary_key``).
+        prices: The prices of the model the run's trials play (one model, when given): each record's
+            ``cost_usd`` is priced call by call (``TrialSpec.prices``); None leaves it unset.
     """
 
     bank: Bank
@@ -86,13 +89,14 @@ class Run:
     params: dict[str, Any] | None = None
     replay: Replay | None = None
     canary_key: CanaryKey | None = None
+    prices: Prices | None = None
 
     def spec(self, task: Task, epoch: int, slug: str, trial_id: str | None = None) -> TrialSpec:
         """The spec of one trial of this run."""
         return TrialSpec(
             task=task, world=self.bank.world_of(task), seed=self.seed, epoch=epoch, bank_name=self.bank.name,
             bank_hash=self.bank.hash, run_id=self.run_id, model_slug=slug, limits=self.limits,
-            config=self.config, trial_id=trial_id, canary_key=self.canary_key,
+            config=self.config, trial_id=trial_id, canary_key=self.canary_key, prices=self.prices,
         )  # fmt: skip
 
     def model(self, name: str, task: Task, epoch: int) -> ModelClient:

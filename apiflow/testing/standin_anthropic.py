@@ -210,6 +210,10 @@ def render_message(
         "input_tokens": prompt.input,
         "cache_creation_input_tokens": prompt.cache_write,
         "cache_read_input_tokens": prompt.cache_read,
+        "cache_creation": {  # the writes by lifetime, as Anthropic splits them (priced apart)
+            "ephemeral_5m_input_tokens": prompt.cache_write - prompt.cache_write_1h,
+            "ephemeral_1h_input_tokens": prompt.cache_write_1h,
+        },
         "output_tokens": output.usage.output + (len(thinking) // 4 if thinking else 0),  # thinking is inside
     }
     return {

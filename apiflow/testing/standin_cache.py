@@ -9,6 +9,10 @@ past what was read, is a cache write, when it is at least the model's minimum ca
 ``TTL_S`` seconds from their last use. So a request that marks only the system prompt reads the
 system prompt and pays every turn as input, while rolling marks on the latest turns read nearly the
 whole conversation: what live Claude bills, which an estimate of caching's worth must be tested on.
+
+A mark that asks ``"ttl": "1h"`` keeps its entry ``TTL_1H_S``; the tokens written up to the last such
+mark are one-hour writes (billed 2x input, not 1.25x), the rest five-minute ones, as Anthropic splits
+``cache_creation`` in its usage.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ LOOKBACK_BLOCKS: Final = 20
 TTL_S: Final = 300.0
 """The default (5-minute) cache lifetime, refreshed by every read."""
 
+TTL_1H_S: Final = 3600.0
+"""The lifetime a mark asks with ``"ttl": "1h"``, refreshed by every read."""
+
 CHARS_PER_TOKEN: Final = 4
 
 
@@ -36,18 +43,21 @@ def min_cacheable_tokens(model: str) -> int:
 
 @dataclass(frozen=True)
 class PromptBill:
-    """One request's prompt tokens by how Anthropic bills them."""
+    """One request's prompt tokens by how Anthropic bills them (``cache_write_1h``: the part of
+    ``cache_write`` written for an hour)."""
 
     input: int
     cache_write: int
     cache_read: int
+    cache_write_1h: int = 0
 
 
 class PromptCache:
     """Prefixes written by earlier requests, per model; thread-safe."""
 
     def __init__(self, clock: Any = time.monotonic) -> None:
-        self._entries: dict[tuple[str, bytes], float] = {}
+        self._entries: dict[tuple[str, bytes], tuple[float, float]] = {}
+        """(model, prefix digest) -> (when it expires, its lifetime)."""
         self._lock = threading.Lock()
         self._clock = clock
 
@@ -55,7 +65,7 @@ class PromptCache:
         """Look up, write and bill the prompt of one Messages API request."""
         model = str(body.get("model"))
         blocks = prompt_blocks(body)
-        tokens, digests, marks = [], [], []
+        tokens, digests, marks, ttls = [], [], [], []
         running, total = hashlib.sha256(model.encode()), 0
         for block in blocks:
             text = json.dumps(_unmarked(block), sort_keys=True)
@@ -64,6 +74,7 @@ class PromptCache:
             tokens.append(total)
             digests.append(running.copy().digest())
             marks.append(is_marked(block))
+            ttls.append(mark_ttl_s(block))
         now = self._clock()
         with self._lock:
             self._expire(now)
@@ -74,20 +85,37 @@ class PromptCache:
                         read_at = max(read_at, i)
                         break
             if read_at >= 0:
-                self._entries[(model, digests[read_at])] = now
+                key = (model, digests[read_at])
+                self._entries[key] = (now + self._entries[key][1], self._entries[key][1])
             read = tokens[read_at] if read_at >= 0 else 0
             last = max((i for i, marked in enumerate(marks) if marked), default=-1)
-            write = 0
+            write = hour = 0
             if last > read_at and tokens[last] >= min_cacheable_tokens(model):
                 write = tokens[last] - read
+                hours = [i for i in range(read_at + 1, last + 1) if marks[i] and ttls[i] == TTL_1H_S]
+                hour = tokens[hours[-1]] - read if hours else 0
                 for i in range(last + 1):
                     if marks[i] and tokens[i] >= min_cacheable_tokens(model):
-                        self._entries[(model, digests[i])] = now
-        return PromptBill(input=total - read - write, cache_write=write, cache_read=read)
+                        self._write((model, digests[i]), now, ttls[i])
+        return PromptBill(input=total - read - write, cache_write=write, cache_read=read, cache_write_1h=hour)
+
+    def _write(self, key: tuple[str, bytes], now: float, ttl: float) -> None:
+        held = self._entries.get(key)
+        if held is None or now + ttl > held[0]:  # a shorter mark does not cut an hour's entry short
+            self._entries[key] = (now + ttl, ttl)
 
     def _expire(self, now: float) -> None:
-        for key in [k for k, used in self._entries.items() if now - used > TTL_S]:
+        for key in [k for k, (expires, _) in self._entries.items() if now > expires]:
             del self._entries[key]
+
+
+def mark_ttl_s(block: dict[str, Any]) -> float:
+    """The lifetime the block's mark (or a mark inside it) asks: an hour for ``"ttl": "1h"``."""
+    marks = [block.get("cache_control")]
+    inner = block.get("content")
+    if isinstance(inner, list):
+        marks += [b.get("cache_control") for b in inner if isinstance(b, dict)]
+    return TTL_1H_S if any(isinstance(m, dict) and m.get("ttl") == "1h" for m in marks) else TTL_S
 
 
 def is_marked(block: dict[str, Any]) -> bool:

@@ -34,6 +34,9 @@ from apiflow.testing.standin_openai import error_body as _error
 
 Wire = Literal["openai", "anthropic", "responses"]
 
+STORED_ITEMS = 65536
+"""Responses reasoning item ids the stand-in keeps for ``store`` on (bounded: it is a test server)."""
+
 
 @dataclass(frozen=True)
 class StandinConfig:
@@ -105,11 +108,13 @@ class StandinStats:
     billed_output: int = 0
     billed_cache_read: int = 0
     billed_cache_write: int = 0
+    billed_cache_write_1h: int = 0
+    """Of ``billed_cache_write``, the one-hour writes (2x input where a five-minute one is 1.25x)."""
     billed_reasoning: int = 0
     cache_marks: list[int] = field(default_factory=list)
     """``cache_control`` marks of each Messages API request, in order of arrival."""
     cache_keys: list[str] = field(default_factory=list)
-    """The ``prompt_cache_key`` of each answered OpenAI-wire request ("" when none was sent)."""
+    """The ``prompt_cache_key`` of each answered OpenAI request, chat or Responses ("" when none was sent)."""
     in_flight: int = 0
     peak_in_flight: int = 0
     """Most requests open at once (being handled, latency included): bench/bench_concurrency.py."""
@@ -166,9 +171,13 @@ class StandinProvider:
         self.dice = random.Random(config.seed)
         self.lock = threading.Lock()
         self.key = hashlib.sha256(f"apiflow-standin-thinking|{config.seed}".encode()).digest()
+        """Signs the thinking blocks and reasoning items this server mints, so it can tell a replayed
+        one from a forged or altered one."""
         self.prompt_cache = PromptCache()
         """Anthropic's prompt cache, billed as Anthropic bills it (``standin_cache``)."""
-        """Signs the thinking blocks this server mints, so it can tell a replayed one from a forged one."""
+        self.stored_reasoning: dict[str, None] = {}
+        """Ids of the Responses reasoning items answered with ``store`` on (the API keeps them; the
+        oldest go past ``STORED_ITEMS``)."""
 
     def _roll(self) -> float:
         with self.lock:
@@ -275,7 +284,8 @@ class StandinProvider:
                 anthropic_wire.check_request(body, self.key)
                 conversation = anthropic_wire.to_schema_messages(body)
             elif wire == "responses":
-                responses_wire.check_request(body, self.key)
+                with self.lock:
+                    responses_wire.check_request(body, self.key, self.stored_reasoning)
                 conversation = responses_wire.to_schema_messages(body)
             else:
                 openai_wire.check_request(messages, c.reasoning, c.require_content)
@@ -285,7 +295,7 @@ class StandinProvider:
             return 500, {}, error("internal_server_error", str(exc))
         except Rejected as exc:
             self._count("rejected")
-            return 400, {}, error("invalid_request_error", str(exc))
+            return getattr(exc, "status", 400), {}, error("invalid_request_error", str(exc))
         try:
             output = self._play(body["model"], conversation, body.get("tools") or [])
         except LookupError as exc:
@@ -299,10 +309,14 @@ class StandinProvider:
             completion = self._messages_reply(body["model"], output, thinking, prompt)
             billed = completion["usage"]
             self._bill(billed["input_tokens"], output.usage.output, billed["cache_read_input_tokens"],
-                       billed["cache_creation_input_tokens"], billed["output_tokens"] - output.usage.output)  # fmt: skip
+                       billed["cache_creation_input_tokens"], billed["output_tokens"] - output.usage.output,
+                       billed["cache_creation"]["ephemeral_1h_input_tokens"])  # fmt: skip
         elif wire == "responses":
             reasoning = _thinking(output, turn) if responses_wire.reasoning_enabled(body) else None
-            completion = responses_wire.render_response(body["model"], output, reasoning, self.key)
+            completion = responses_wire.render_response(body, output, reasoning, self.key)
+            self._store(completion)
+            with self.lock:
+                self.stats.cache_keys.append(str(body.get("prompt_cache_key", "")))
             spent = completion["usage"]["output_tokens_details"]["reasoning_tokens"]
             self._bill(output.usage.input, output.usage.output, output.usage.cache_read, 0, spent)
         else:
@@ -323,12 +337,26 @@ class StandinProvider:
             output = ModelOutput(usage=output.usage)
         return anthropic_wire.render_message(model, output, thinking, self.key, prompt)
 
-    def _bill(self, input: int, output: int, cache_read: int, cache_write: int, reasoning: int) -> None:
+    def _store(self, response: dict[str, Any]) -> None:
+        """Keep a ``store`` reply's reasoning item ids, as the Responses API keeps the items."""
+        if not response["store"]:
+            return
+        with self.lock:
+            for item in response["output"]:
+                if item["type"] == "reasoning":
+                    self.stored_reasoning[item["id"]] = None
+            while len(self.stored_reasoning) > STORED_ITEMS:
+                del self.stored_reasoning[next(iter(self.stored_reasoning))]
+
+    def _bill(
+        self, input: int, output: int, cache_read: int, cache_write: int, reasoning: int, cache_write_1h: int = 0
+    ) -> None:
         with self.lock:
             self.stats.billed_input += input
             self.stats.billed_output += output
             self.stats.billed_cache_read += cache_read
             self.stats.billed_cache_write += cache_write
+            self.stats.billed_cache_write_1h += cache_write_1h
             self.stats.billed_reasoning += reasoning
 
     def _play(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelOutput:

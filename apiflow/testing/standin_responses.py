@@ -1,39 +1,65 @@
 """The stand-in's OpenAI Responses wire (``POST /v1/responses``): input items in, output items out.
 
 litellm's ``openai/responses/<model>`` route speaks this API; a reasoning model's turn comes back as
-a ``reasoning`` item with ``encrypted_content`` before its ``function_call`` items, and the next
-request must carry that item back in its ``input``. With ``reasoning`` on in the request the
-stand-in mints the encrypted content (the text and an HMAC under the server's key) and refuses a
-``function_call`` whose reasoning item is missing or forged, and a ``function_call_output`` with
-no call, as the live API does (400 in its error shape).
+a ``reasoning`` item before its ``function_call`` items, and the next request must carry that item
+back in its ``input``. As OpenAI documents it: the item's ``encrypted_content`` comes only when the
+request ``include``s ``reasoning.encrypted_content``; with ``store`` off nothing is kept, so an item
+sent back without it is not found (404), while with ``store`` on (the API's default) its id is looked
+up. The stand-in mints the encrypted content over the whole item (id, summary, reasoning) with an
+HMAC under the server's key, so an item changed in any way, or a ``function_call`` whose turn lost
+its reasoning item, is refused, as is a ``function_call_output`` with no call (400 in the API's
+error shape). A summary is returned only when ``reasoning.summary`` asks for one.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+from collections.abc import Container
 from typing import Any
 
 from apiflow.models.base import ModelOutput
 from apiflow.testing.standin_anthropic import Rejected, sign
+from apiflow.testing.standin_openai import CHARS_PER_TOKEN
 
 _PREFIX = "gAAAAA"  # what the live API's encrypted reasoning looks like (REFERENCE §1)
+ENCRYPTED = "reasoning.encrypted_content"
 
 
-def encrypt(key: bytes, text: str) -> str:
-    """Opaque encrypted content for one reasoning item (only this server can check it)."""
-    return f"{_PREFIX}{base64.urlsafe_b64encode(text.encode()).decode()}.{sign(key, text)}"
+class NotFound(Rejected):
+    """An item or response the request names that the API does not hold (404, ``invalid_request_error``)."""
+
+    status = 404
 
 
-def _verifies(key: bytes, content: Any) -> bool:
+def item_id(key: bytes, prefix: str, text: str) -> str:
+    """A stable id for an item the stand-in mints (the same turn always gets the same id)."""
+    return prefix + hashlib.sha256(key + text.encode()).hexdigest()[:40]
+
+
+def encrypt(key: bytes, item: dict[str, Any], text: str) -> str:
+    """Opaque encrypted content for one reasoning item, binding its id and summary (only this server
+    can check it)."""
+    payload = json.dumps({"id": item["id"], "summary": item["summary"], "text": text}, sort_keys=True)
+    return f"{_PREFIX}{base64.urlsafe_b64encode(payload.encode()).decode()}.{sign(key, payload)}"
+
+
+def _verifies(key: bytes, item: dict[str, Any]) -> bool:
+    """True when the item is the one this server minted, unchanged."""
+    content = item.get("encrypted_content")
     if not isinstance(content, str) or not content.startswith(_PREFIX) or "." not in content:
         return False
     encoded, _, mac = content[len(_PREFIX) :].partition(".")
     try:
-        text = base64.urlsafe_b64decode(encoded.encode()).decode()
+        payload = base64.urlsafe_b64decode(encoded.encode()).decode()
+        minted = json.loads(payload)
     except ValueError:
         return False
-    return mac == sign(key, text)
+    if not isinstance(minted, dict):
+        return False
+    same = minted.get("id") == item.get("id") and minted.get("summary") == item.get("summary", [])
+    return same and mac == sign(key, payload)
 
 
 def reasoning_enabled(body: dict[str, Any]) -> bool:
@@ -49,20 +75,28 @@ def _items(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [item for item in raw or () if isinstance(item, dict)]
 
 
-def check_request(body: dict[str, Any], key: bytes) -> None:
+def check_request(body: dict[str, Any], key: bytes, stored: Container[str] = ()) -> None:
     """Refuse what the live Responses API refuses in a tool loop.
 
+    ``stored`` holds the ids of reasoning items answered with ``store`` on (the API keeps those).
+
     Raises:
-        Rejected: A ``function_call_output`` without its call, or (reasoning on) a ``function_call``
-            not preceded in its turn by a reasoning item whose encrypted content verifies.
+        NotFound: A ``previous_response_id`` (the stand-in keeps no responses), or a reasoning item
+            sent back without its encrypted content that was not stored (with ``store`` off nothing is).
+        Rejected: A reasoning item changed in any way, a ``function_call_output`` without its call,
+            or (reasoning on) a ``function_call`` not preceded in its turn by its reasoning item.
     """
+    if body.get("previous_response_id"):
+        raise NotFound(f"Previous response with id '{body['previous_response_id']}' not found.")
     reasoning = reasoning_enabled(body)
     calls: set[str] = set()
     signed_turn = False
     for index, item in enumerate(_items(body)):
         kind = item.get("type", "message")
         if kind == "reasoning":
-            if not _verifies(key, item.get("encrypted_content")):
+            if "encrypted_content" not in item or item["encrypted_content"] is None:
+                _look_up(body, item, stored)
+            elif not _verifies(key, item):
                 raise Rejected(
                     f"input[{index}]: The encrypted content for item {item.get('id')} could not be verified."
                 )
@@ -82,6 +116,27 @@ def check_request(body: dict[str, Any], key: bytes) -> None:
                 )
         else:
             signed_turn = False  # a message ends the turn the reasoning item belonged to
+
+
+def _look_up(body: dict[str, Any], item: dict[str, Any], stored: Container[str]) -> None:
+    """A reasoning item sent back by id alone must be one the API stored."""
+    if body.get("store") is False:
+        raise NotFound(
+            f"Item with id '{item.get('id')}' not found. Items are not persisted when `store` is set to "
+            "false. Try again with `store` set to true, or remove this item from your input."
+        )
+    if item.get("id") not in stored:
+        raise NotFound(f"Item with id '{item.get('id')}' not found.")
+
+
+def encrypted_included(body: dict[str, Any]) -> bool:
+    """True when the request asks for reasoning items' encrypted content."""
+    return ENCRYPTED in (body.get("include") or ())
+
+
+def summary_requested(body: dict[str, Any]) -> bool:
+    reasoning = body.get("reasoning")
+    return isinstance(reasoning, dict) and reasoning.get("summary") in ("auto", "concise", "detailed")
 
 
 def _text(content: Any) -> str:
@@ -120,12 +175,21 @@ def to_schema_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return converted
 
 
-def render_response(model: str, output: ModelOutput, reasoning: str | None, key: bytes) -> dict[str, Any]:
-    """One Responses API reply: a reasoning item (when reasoning), function calls, the message."""
+def render_response(
+    body: dict[str, Any], output: ModelOutput, reasoning: str | None, key: bytes
+) -> dict[str, Any]:
+    """One Responses API reply: a reasoning item (when reasoning), function calls, the message.
+
+    The reasoning item carries its summary only when ``reasoning.summary`` asks for one, and its
+    encrypted content only when ``include`` does, as the API returns them.
+    """
     items: list[dict[str, Any]] = []
     if reasoning is not None:
-        items.append({"type": "reasoning", "id": "rs_standin", "summary": [{"type": "summary_text", "text": reasoning}],
-                      "encrypted_content": encrypt(key, reasoning)})  # fmt: skip
+        summary = [{"type": "summary_text", "text": reasoning}] if summary_requested(body) else []
+        item: dict[str, Any] = {"type": "reasoning", "id": item_id(key, "rs_", reasoning), "summary": summary}
+        if encrypted_included(body):
+            item["encrypted_content"] = encrypt(key, item, reasoning)
+        items.append(item)
     for call in output.tool_calls:
         arguments = (
             call.arguments
@@ -135,20 +199,22 @@ def render_response(model: str, output: ModelOutput, reasoning: str | None, key:
         items.append({"type": "function_call", "id": f"fc_{call.id}", "call_id": call.id, "name": call.name,
                       "arguments": arguments, "status": "completed"})  # fmt: skip
     if output.text or not output.tool_calls:
-        items.append({"type": "message", "id": "msg_standin", "role": "assistant", "status": "completed",
+        items.append({"type": "message", "id": item_id(key, "msg_", output.text), "role": "assistant",
+                      "status": "completed",
                       "content": [{"type": "output_text", "text": output.text, "annotations": []}]})  # fmt: skip
     usage = output.usage
-    spent = len(reasoning) // 4 if reasoning else 0
+    spent = len(reasoning) // CHARS_PER_TOKEN if reasoning else 0  # as the chat wire counts it
     return {
-        "id": "resp_standin",
+        "id": item_id(key, "resp_", json.dumps(items, sort_keys=True)),
         "object": "response",
         "created_at": 0,
         "status": "completed",
-        "model": model,
+        "model": str(body.get("model", "")),
         "output": items,
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
+        "store": body.get("store") is not False,
         "usage": {
             "input_tokens": usage.input + usage.cache_read,
             "input_tokens_details": {"cached_tokens": usage.cache_read},

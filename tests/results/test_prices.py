@@ -49,13 +49,14 @@ def test_hash_is_of_the_file_bytes(tmp_path):
     import hashlib
 
     assert table.hash == hashlib.sha256(Path(table.path).read_bytes()).hexdigest()
-    assert table.version == "2027-01"
+    assert table.version == "2027-02"
 
 
 PUBLISHED_TABLES = {
     "2026-12.yaml": "76e1ff8bc32020fc28d6d70ef556cdda6155605c761a78fe9c9285e92482c5c5",
     "local-2026-12.yaml": "57c4389d4d79d0bd6ed246bf3a1a8fafc2796630561c3cd85d6c622eebbaec40",
     "2027-01.yaml": "eb227644f100a8f5957b4bfac57633eed801a2e270eb35dbac889f83e2decd4a",
+    "2027-02.yaml": "2e1f8a2fd265555e09168d6927e2e48b87f032ca7a113b4a4a6ff66ecc8cb395",
 }
 
 
@@ -97,7 +98,7 @@ def test_a_grid_models_service_tier_prices_its_trials_and_names_the_tier():
     default = GridModel(model="openai/gpt-5-mini", params={"service_tier": "default"})
     assert price_for(table, flex) == table.price("gpt-5-mini", "flex")
     assert price_for(table, default) == table.price("gpt-5-mini")
-    assert _worker_price_source(table, flex) == "2027-01 flex" and _worker_price_source(table, default) == "2027-01"
+    assert _worker_price_source(table, flex) == "2027-02 flex" and _worker_price_source(table, default) == "2027-02"
 
 
 def test_cost_counts_every_kind_separately():
