@@ -111,7 +111,7 @@ def test_audit_verdicts_are_the_verdicts_real_trials_record(sample_bank) -> None
 
 def test_cli_passes_on_the_sample_bank_and_writes_the_record(tmp_path: Path, capsys) -> None:
     out = tmp_path / "audit.json"
-    assert main(["bank", "audit", str(DEFAULT_BANK), "--json", str(out), "--replay-epochs", "2"]) == 0
+    assert main(["bank", "audit", str(DEFAULT_BANK), "--json", str(out), "--replay-epochs", "2", "--no-hostile"]) == 0
     text = capsys.readouterr().out
     assert "exploit          world authenticati" in text and "answer-key       w01" in text
     assert "AUDIT PASSED" in text and "refs" in text
@@ -124,7 +124,7 @@ def test_cli_passes_on_the_sample_bank_and_writes_the_record(tmp_path: Path, cap
 
 def test_cli_exit_code_names_the_exploit(capsys, fixed_canaries) -> None:
     # the 7 tasks first in hash order include PUBLISHED_PREMATURE (6th): a small, fixed sample
-    code = main(["bank", "audit", str(V1), "--sample", "7", "--rules", "published-1.0"])
+    code = main(["bank", "audit", str(V1), "--sample", "7", "--rules", "published-1.0", "--no-hostile"])
     text = capsys.readouterr().out
     assert code == 1
     assert f"EXPLOIT premature passes {PUBLISHED_PREMATURE} (epoch 1) under published-1.0" in text
