@@ -61,8 +61,10 @@ MODEL = "openai/apiflow/oracle"
 class Standin:
     """The stand-in in a child process (its CPU is not ours), stopped by its own pid."""
 
-    def __init__(self) -> None:
+    def __init__(self, plays: tuple[str, ...] = ()) -> None:
         self.port = free_port()
+        self.plays = plays
+        """``NAME=MODEL`` pairs: a model id litellm's cost map knows, answered by an offline model."""
         self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> str:
@@ -74,6 +76,7 @@ class Standin:
             str(BANK),
             "--port",
             str(self.port),
+            *(arg for play in self.plays for arg in ("--play", play)),
         ]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{self.port}/v1"
