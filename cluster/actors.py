@@ -21,7 +21,7 @@ from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 
 from cluster.budget import Admission, Ledger
 from cluster.plan import PlannedTrial
-from cluster.ratelimit import RateGate
+from cluster.ratelimit import LimitKind, RateGate
 from cluster.spec import NAMES_CHECKED, GridSpec
 from cluster.worker import GcPauses, TrialOutcome, TrialRunner, settle_heap, thread_cpu_s
 
@@ -54,35 +54,54 @@ class BudgetLedger:
 
 @ray.remote(max_restarts=-1, max_task_retries=0)
 class ProviderGate:
-    """The cluster-wide gate of one provider key (an async actor: waiting callers queue in order)."""
+    """The cluster-wide gate of one provider key (an async actor: waiting callers queue in order).
 
-    def __init__(self, provider: str, rpm: float, tpm: float | None = None, burst_s: float = 1.0) -> None:
+    ``adaptive`` None reads ``APIFLOW_GATE_AIMD`` (``off``: the fixed rates of before the adaptive
+    gate, the baseline ``bench/bench_ratelimit.py`` measures against; a private local Ray's actors
+    inherit the driver's environment).
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        rpm: float,
+        tpm: float | None = None,
+        burst_s: float = 1.0,
+        adaptive: bool | None = None,
+    ) -> None:
         self.provider = provider
-        self.gate = RateGate(rpm, tpm, burst_s)
+        if adaptive is None:
+            adaptive = os.environ.get("APIFLOW_GATE_AIMD", "on") != "off"
+        self.gate = RateGate(rpm, tpm, burst_s, adaptive=adaptive)
         self.lock = asyncio.Lock()
 
-    async def acquire(self, tokens: float = 0.0) -> float:
-        """Wait for room for one request of ``tokens``; return the seconds waited."""
+    async def acquire(self, tokens: float = 0.0) -> tuple[float, int]:
+        """Wait for room for one request of ``tokens``; return the seconds waited and the gate's
+        epoch (handed back with the request's 429, if it gets one)."""
         started = time.monotonic()
         async with self.lock:  # FIFO: the first to ask is the first served
             while (wait := self.gate.delay(tokens)) > 0:
                 await asyncio.sleep(wait)
             self.gate.take(tokens)
+            epoch = self.gate.epoch
         waited = time.monotonic() - started
         self.gate.stats["waited_s"] += waited
-        return waited
+        return waited, epoch
 
-    async def rate_limited(self, retry_after_s: float | None) -> None:
-        """Report a 429 with its ``Retry-After``."""
-        self.gate.pause(retry_after_s)
+    async def rate_limited(
+        self, retry_after_s: float | None, epoch: int | None = None, kind: LimitKind | None = None
+    ) -> None:
+        """Report a 429 with its ``Retry-After``, the epoch its request was let through in, and
+        which limit it names (None: not said)."""
+        self.gate.pause(retry_after_s, epoch=epoch, kind=kind)
 
     async def correct(self, estimated: float, actual: float) -> None:
         """Settle a request's token estimate against its usage."""
         self.gate.correct(estimated, actual)
 
     async def stats(self) -> dict[str, Any]:
-        """Counters for the progress display and the run summary."""
-        return {"provider": self.provider, **self.gate.stats}
+        """Counters for the progress display and the run summary (the effective rate among them)."""
+        return {"provider": self.provider, **self.gate.snapshot()}
 
 
 # enable_task_events=False: Ray otherwise records a state-change event per method call and ships

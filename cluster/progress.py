@@ -42,6 +42,8 @@ class Tally:
     requeued: int = 0
     gate_wait_s: float = 0.0
     rate_limited: int = 0
+    gate_rpm: dict[str, float] = field(default_factory=dict)
+    """Each provider gate's effective request rate (``cluster.ratelimit.Aimd``), when the driver reads it."""
     total: int = 0
     """Trials this invocation set out to run."""
     on_record_usd: float = 0.0
@@ -77,6 +79,7 @@ class Tally:
         return (
             f"pass {rate} · harness {self.harness}{f' ({self.final} final)' if self.final else ''} · {money} · {clock} · retries {self.retries}"
             f" · 429s {self.rate_limited} · gate wait {self.gate_wait_s:.1f}s"
+            + "".join(f" · {provider} {rpm:.0f} rpm" for provider, rpm in sorted(self.gate_rpm.items()))
         )
 
 

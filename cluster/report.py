@@ -148,9 +148,8 @@ class GridSummary:
     def _ending_lines(self, stored_total: int) -> list[str]:
         t, out = self.tally, []
         if self.gates:
-            waits = ", ".join(
-                f"{g['provider']}: {g['rate_limited']} 429s, {g['waited_s']:.1f}s waited" for g in self.gates
-            )
+            waits = ", ".join(f"{g['provider']}: {g['rate_limited']} 429s, {g['waited_s']:.1f}s waited{_learned(g)}"
+                              for g in self.gates)  # fmt: skip
             out.append(f"  rate limits: {waits}")
         if self.on_record is not None and self.on_record.total_usd > 0:
             r = self.on_record
@@ -270,6 +269,16 @@ def _rates(passed: int, scored: int, unscored: int) -> str:
     """``70.0% of scored, 58.3% with unscored as failures``."""
     rate = f"{passed / scored:.1%} of scored" if scored else "none scored"
     return f"{rate}, {passed / (scored + unscored):.1%} with unscored as failures"
+
+
+def _learned(gate: dict[str, Any]) -> str:
+    """What the adaptive gate learned (cluster.ratelimit.Aimd): the rate it ended at, of the limit."""
+    if not gate.get("adaptive") or "rpm" not in gate:
+        return ""
+    return (
+        f", rate {gate['rpm']:.0f} of {gate['rpm_limit']:.0f} rpm"
+        f" ({gate['cuts']} cuts, {gate['increases']} increases)"
+    )
 
 
 def _collector(workers: list[dict[str, Any]], per: float) -> str:

@@ -101,7 +101,8 @@ class StandinStats:
     empty: int = 0
     garbage: int = 0
     rejected: int = 0
-    """Requests refused with a 400 a live API would also send (broken tool loops, lost reasoning)."""
+    """Requests refused as a live API would refuse them (400: broken tool loops, lost or altered reasoning;
+    404: a Responses item or response it does not hold)."""
     billed_input: int = 0
     """Tokens of answered requests by priced kind: what a real provider would bill (the chaos
     suite's independent measure of true spend, killed attempts included)."""
@@ -119,6 +120,8 @@ class StandinStats:
     peak_in_flight: int = 0
     """Most requests open at once (being handled, latency included): bench/bench_concurrency.py."""
     answered_at: list[float] = field(default_factory=list)
+    limited_at: list[float] = field(default_factory=list)
+    """When each 429 was sent (the share of 429s over time: bench/bench_ratelimit.py)."""
     in_flight_at: list[int] = field(default_factory=list)
     """Requests open at each answer (beside ``answered_at``): what a client side held, over time."""
 
@@ -140,8 +143,9 @@ class _Limiter:
         self.kinds = [k for k, rate in (("requests", rpm), ("tokens", tpm)) if rate]
         self.lock = threading.Lock()
 
-    def admit(self, tokens: float) -> float | None:
-        """None when admitted, else seconds until the request would fit."""
+    def admit(self, tokens: float) -> tuple[float, str] | None:
+        """None when admitted, else seconds until the request would fit and the limit that binds
+        (``requests`` or ``tokens``: the 429's message names it, as OpenAI's do)."""
         with self.lock:
             now = time.monotonic()
             waits = []
@@ -151,7 +155,7 @@ class _Limiter:
                 bucket[2], bucket[3] = level, now
                 need = 1.0 if kind == "requests" else min(tokens, cap)
                 if level < need:
-                    waits.append((need - level) / rate)
+                    waits.append(((need - level) / rate, kind))
             if waits:
                 return max(waits)
             for bucket, kind in zip(self.buckets, self.kinds, strict=True):
@@ -189,6 +193,8 @@ class StandinProvider:
             if name == "answered":
                 self.stats.answered_at.append(time.monotonic())
                 self.stats.in_flight_at.append(self.stats.in_flight)
+            elif name == "rate_limited":
+                self.stats.limited_at.append(time.monotonic())
 
     def handle(
         self, body: dict[str, Any], auth: str = "", wire: Wire = "openai"
@@ -250,16 +256,17 @@ class StandinProvider:
         prompt_tokens = (
             sum(len(json.dumps(m)) for m in sent) // CHARS_PER_TOKEN if self.limiter.buckets else 0
         )
-        wait = self.limiter.admit(prompt_tokens + int(body.get("max_tokens") or 0) // 8)
-        if wait is None and c.p_429 and self._roll() < c.p_429:
-            wait = c.retry_after_s
-        if wait is not None:
+        refused = self.limiter.admit(prompt_tokens + int(body.get("max_tokens") or 0) // 8)
+        if refused is None and c.p_429 and self._roll() < c.p_429:
+            refused = c.retry_after_s, "requests"
+        if refused is not None:
+            wait, kind = refused
             self._count("rate_limited")
             headers = {
                 "retry-after": str(max(1, math.ceil(wait))),  # whole seconds (RFC 9110); -ms is exact
                 "retry-after-ms": str(int(wait * 1000) + 1),
             }
-            return (429, headers, error("rate_limit_exceeded", "Rate limit reached for requests" + echo)), 0.0
+            return (429, headers, error("rate_limit_exceeded", f"Rate limit reached for {kind}" + echo)), 0.0
         if c.p_500 and self._roll() < c.p_500:
             self._count("server_errors")
             message = "The server had an error while processing your request" + echo

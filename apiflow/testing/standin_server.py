@@ -80,12 +80,14 @@ class _Connection:
         path = target.split("?", 1)[0].rstrip("/")
         if method == "GET":
             if path.endswith("/stats"):  # answer times: GET /stats/times (they are many)
-                return _frame(200, {}, asdict(provider.stats) | {"answered_at": [], "in_flight_at": []})
+                series: dict[str, list[Any]] = {"answered_at": [], "in_flight_at": [], "limited_at": []}
+                return _frame(200, {}, asdict(provider.stats) | series)
             if path.endswith("/stats/times"):
                 with provider.lock:
                     times = {
                         "answered_at": list(provider.stats.answered_at),
                         "in_flight_at": list(provider.stats.in_flight_at),
+                        "limited_at": list(provider.stats.limited_at),
                     }
                     return _frame(200, {}, times)
             if path.endswith("/models"):

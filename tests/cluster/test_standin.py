@@ -51,6 +51,27 @@ def test_rate_limit_answers_429_with_retry_after(opening):
     assert limited and float(limited[0][1]["retry-after"]) >= 1 and "retry-after-ms" in limited[0][1]
 
 
+def test_the_limit_holds_a_steady_rate_and_its_429s_name_the_limit_and_are_timed(opening):
+    """A greedy client gets the bucket's burst, then the rate (what bench/bench_ratelimit.py learns)."""
+    import time
+
+    with StandinServer(StandinConfig(rpm=240, burst_s=1.0)) as url:
+        began = time.monotonic()
+        codes = []
+        while time.monotonic() - began < 2.0:
+            codes.append(post(url, opening))
+        elapsed = time.monotonic() - began
+        server_stats = json.loads(urllib.request.urlopen(f"{url}/stats/times", timeout=10).read())
+    answered = sum(c[0] == 200 for c in codes)
+    assert answered <= 4 + 4 * elapsed + 1  # a full bucket (4), then 4 a second
+    limited = [c for c in codes if c[0] == 429]
+    assert limited and all("for requests" in c[2]["error"]["message"] for c in limited)
+    assert len(server_stats["limited_at"]) == len(limited)
+    with StandinServer(StandinConfig(rpm=6000, tpm=60, burst_s=1.0)) as url:
+        codes = [post(url, opening) for _ in range(2)]
+    assert codes[1][0] == 429 and "for tokens" in codes[1][2]["error"]["message"]
+
+
 def test_injected_faults(opening):
     with StandinServer(StandinConfig(p_500=1.0)) as url:
         assert post(url, opening)[0] == 500
