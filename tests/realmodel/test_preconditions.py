@@ -3,7 +3,8 @@
 No llama.cpp here: the bench runs as a user types it, against the packages it finds. Where a test
 needs a server, a stand-in ``llama_cpp`` package on ``PYTHONPATH`` (its ``server`` a few lines of
 ``http.server``) plays the failure: dying by a signal on its first answer as the AMX build does,
-exiting at start, answering HTTP 500, or not answering before the deadline.
+exiting at start, answering HTTP 500, not answering before the deadline, or dying on the first
+trial's call; and once a server that answers every call.
 """
 
 from __future__ import annotations
@@ -162,7 +163,8 @@ def test_without_llama_cpp_one_line_names_the_readme_install(stand_in: Path) -> 
 def test_a_server_that_fails_its_first_request_is_named_before_any_trial(
     stand_in: Path, mode: str, build: str, expected: list[str]
 ) -> None:
-    env = {"PYTHONPATH": str(stand_in), "FAKE_LLAMA_MODE": mode, "FAKE_LLAMA_BUILD": build}
+    env = {"PYTHONPATH": str(stand_in), "FAKE_LLAMA_MODE": mode, "FAKE_LLAMA_BUILD": build,
+           "TMPDIR": str(stand_in)}  # the kept server log lands in the test's folder  # fmt: skip
     done, seconds = bench(*ARGS, "--ready-seconds", "3", env=env)
     assert done.returncode == 2, done.stdout + done.stderr
     first, *rest = done.stderr.strip().splitlines()
@@ -182,7 +184,8 @@ def test_a_server_that_fails_its_first_request_is_named_before_any_trial(
 def test_a_server_that_dies_during_the_grid_stops_it_and_says_why(stand_in: Path) -> None:
     """It answers the check, then dies on the first trial's call: that trial is a provider error
     (exit 1), and instead of a second ``Connection error`` trial the bench names the death."""
-    env = {"PYTHONPATH": str(stand_in), "FAKE_LLAMA_MODE": "segv-after-first", "FAKE_LLAMA_BUILD": PORTABLE_BUILD}
+    env = {"PYTHONPATH": str(stand_in), "FAKE_LLAMA_MODE": "segv-after-first", "FAKE_LLAMA_BUILD": PORTABLE_BUILD,
+           "TMPDIR": str(stand_in)}  # fmt: skip
     done, _ = bench(*ARGS, env=env)
     assert done.returncode == 1, done.stdout + done.stderr
     trials = [line for line in done.stdout.splitlines() if re.match(r"  sample-\S+-t\d+  ", line)]
