@@ -413,6 +413,7 @@ def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], 
                 stats = ray.get([g.stats.remote() for g in gates.values()])
                 tally.gate_wait_s = sum(s["waited_s"] for s in stats)
                 tally.rate_limited = sum(s["rate_limited"] for s in stats)
+                tally.gate_rpm = {s["provider"]: s["rpm"] for s in stats if s.get("adaptive")}
             display.update(tally)
     summary.phases["trials_s"] = time.monotonic() - began
     summary.driver_trial_cpu_s = time.process_time() - cpu_before
