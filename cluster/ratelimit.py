@@ -236,8 +236,9 @@ class ActorCallGate:
         self.waited_s += waited
         return float(waited)
 
-    async def rate_limited(self, retry_after_s: float | None, kind: LimitKind | None = None) -> None:
-        await self.gate.rate_limited.remote(retry_after_s, self.epoch, kind)
+    async def rate_limited(self, retry_after_s: float | None, kind: str | None = None) -> None:
+        named = kind if kind in ("requests", "tokens") else None  # any other word: not said
+        await self.gate.rate_limited.remote(retry_after_s, self.epoch, named)
 
     async def after_attempt(self, response: Any) -> None:
         raw = getattr(response, "usage", None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import email.utils
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -80,8 +81,8 @@ class CallGate(Protocol):
         """Wait for the provider's rate limit; return the seconds waited."""
         ...
 
-    async def rate_limited(self, retry_after_s: float | None) -> None:
-        """A 429 arrived: pause everyone's use of this provider."""
+    async def rate_limited(self, retry_after_s: float | None, kind: str | None = None) -> None:
+        """A 429 arrived: pause everyone's use of this provider (``kind``: the limit it names, if any)."""
         ...
 
     async def after_attempt(self, response: Any) -> None:
@@ -107,6 +108,25 @@ def is_retryable(exc: BaseException) -> bool:
     if status is not None:
         return status in RETRYABLE_STATUS
     return kind in RETRYABLE_KINDS or isinstance(exc, TimeoutError | ConnectionError)
+
+
+_LIMIT_WORDS = (
+    (re.compile(r"rate limit reached for (requests|tokens)"), None),  # the stand-in's and OpenAI's
+    (re.compile(r"on (requests|tokens) per min"), None),  # OpenAI's "... on tokens per min (TPM)"
+    (re.compile(r"(?:input|output)? ?tokens per minute"), "tokens"),  # Anthropic's
+    (re.compile(r"requests per minute|number of requests"), "requests"),
+)
+
+
+def limit_kind(exc: BaseException) -> str | None:
+    """Which limit a 429 names (``requests`` or ``tokens``), from its message; None when it does not
+    say, and the gate then cuts both of its rates."""
+    text = str(exc).lower()
+    for pattern, kind in _LIMIT_WORDS:
+        found = pattern.search(text)
+        if found:
+            return kind or found.group(1)
+    return None
 
 
 def retry_after_s(exc: BaseException, now: float | None = None) -> float | None:
@@ -196,7 +216,7 @@ def retry_hook(
             assert exc is not None
             status, asked = status_of(exc), retry_after_s(exc)
             if gate is not None and status == 429:
-                await gate.rate_limited(asked)
+                await gate.rate_limited(asked, limit_kind(exc))
             retry_log.append(
                 {
                     "attempt": state.attempt_number,

@@ -33,7 +33,7 @@ class Gate:
         self.before += 1
         return 0.0
 
-    async def rate_limited(self, retry_after):
+    async def rate_limited(self, retry_after, kind=None):
         self.limited.append(retry_after)
 
     async def after_attempt(self, response):
