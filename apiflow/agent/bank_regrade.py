@@ -21,9 +21,9 @@ import orjson
 from apiflow.agent.trial import graded_task
 from apiflow.bank import Bank
 from apiflow.errors import UsageError
-from apiflow.grading import Grade, grade
+from apiflow.grading import grade
 from apiflow.grading.published import PublishedSpecError, SpecMemo, generation_of
-from apiflow.grading.regrade import RegradeSummary, check_trial, iter_trial_files, recorded_rules
+from apiflow.grading.regrade import RegradeSummary, check_trial, iter_trial_files, recorded_rules, tally_trial
 from apiflow.grading.transcript import evidence_from_transcript
 from apiflow.results.canary_key import CanaryKey
 
@@ -118,30 +118,4 @@ def _check_against_bank(
         rules=rules or recorded_rules(verifier),
         generation=generation_of(verifier),
     )
-    _tally(path, trial, verifier, result, summary)
-
-
-def _tally(
-    path: str, trial: Mapping[str, Any], verifier: Mapping[str, Any], result: Grade, summary: RegradeSummary
-) -> None:
-    """Count one regraded trial as ``check_trial`` does."""
-    if not result.determinate:
-        summary.indeterminate += 1
-        summary.unsettled.append({"path": path, "predicates": list(result.unsettled)})
-        return
-    summary.determinable += 1
-    metadata = verifier.get("metadata") or {}
-    sub = metadata.get("sub_predicates") or {}
-    recorded = {"verdict": trial["verdict"], "g1": sub.get("g1_passed"), "g2": sub.get("g2_passed")}
-    ours = {"verdict": result.verdict, "g1": result.g1_passed, "g2": result.g2_passed}
-    summary.verdict_agree += recorded["verdict"] == ours["verdict"]
-    summary.g1_agree += recorded["g1"] == ours["g1"]
-    summary.g2_agree += recorded["g2"] == ours["g2"]
-    if recorded != ours:
-        entries = metadata.get("predicates") or []
-        first = next(
-            (str(e.get("label")) for e, r in zip(entries, result.results, strict=False)
-             if bool(e.get("passed")) != bool(r.passed)),
-            None,
-        )  # fmt: skip
-        summary.disagreements.append({"path": path, "recorded": recorded, "ours": ours, "predicate": first})
+    tally_trial(summary, path, trial, verifier, result)

@@ -45,6 +45,7 @@ from apiflow.models.adversarial.hostile import (
     HostileInterrupt,
     hostile_model,
 )
+from apiflow.models.agent_thread import close_loop
 from apiflow.models.base import ModelClient
 from apiflow.results.record import WALL_TIME_FIELDS, Termination, TrialRecord
 from apiflow.runner import Run, TrialPlan
@@ -146,13 +147,7 @@ class _Section:
         return self.alone[task.id]
 
     def close(self) -> None:
-        pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
-        for pending_task in pending:
-            pending_task.cancel()
-        if pending:
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-        self.loop.close()
+        close_loop(self.loop)
 
 
 def audit_hostile(

@@ -22,7 +22,7 @@ from apiflow.errors import UsageError
 from apiflow.grading.published import PublishedSpecError, SpecMemo, generation_of, specs_from_verifier
 from apiflow.grading.rules import PUBLISHED, RULE_SETS
 from apiflow.grading.transcript import evidence_from_transcript
-from apiflow.grading.verdict import grade
+from apiflow.grading.verdict import Grade, grade
 
 CHUNK_FILES = 64
 MAX_DISAGREEMENTS_SHOWN = 50
@@ -118,19 +118,27 @@ def check_trial(
         rules=rules or recorded_rules(verifier),
         generation=generation_of(verifier),
     )
+    tally_trial(summary, path, trial, verifier, result)
+
+
+def tally_trial(
+    summary: RegradeSummary, path: str, trial: Mapping[str, Any], verifier: Mapping[str, Any], result: Grade
+) -> None:
+    """Count one regraded trial against its recorded verdict and sub-verdicts (every regrade's one tally)."""
     if not result.determinate:
         summary.indeterminate += 1
         summary.unsettled.append({"path": path, "predicates": list(result.unsettled)})
         return
     summary.determinable += 1
-    sub = verifier.get("metadata", {}).get("sub_predicates", {})
+    metadata = verifier.get("metadata") or {}
+    sub = metadata.get("sub_predicates") or {}
     recorded = {"verdict": trial["verdict"], "g1": sub.get("g1_passed"), "g2": sub.get("g2_passed")}
     ours = {"verdict": result.verdict, "g1": result.g1_passed, "g2": result.g2_passed}
     summary.verdict_agree += recorded["verdict"] == ours["verdict"]
     summary.g1_agree += recorded["g1"] == ours["g1"]
     summary.g2_agree += recorded["g2"] == ours["g2"]
     if recorded != ours:
-        first = _first_difference(verifier.get("metadata", {}).get("predicates") or [], list(result.results))
+        first = _first_difference(metadata.get("predicates") or [], list(result.results))
         summary.disagreements.append({"path": path, "recorded": recorded, "ours": ours, "predicate": first})
 
 

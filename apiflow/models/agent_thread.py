@@ -34,6 +34,21 @@ def cancelled_here() -> bool:
     return task is not None and task.cancelling() > 0
 
 
+def close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close ``loop`` as ``asyncio.run`` does: cancel what is still pending (a provider library's
+    background logging task, say) and let it finish first. Left pending on a closed loop, such a task
+    is finalised later by the garbage collector, which can crash the interpreter at exit."""
+    try:
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()
+
+
 class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
     """The agent loop's default executor: each call on a daemon thread of its own. A blocked call handed
     to ``asyncio.to_thread`` would otherwise hold a pool thread the interpreter joins at exit."""
@@ -73,14 +88,7 @@ class AgentThread:
         with contextlib.suppress(BaseException):
             loop.run_forever()
         with contextlib.suppress(BaseException):  # the model's code may refuse to end: a daemon's fate
-            pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        with contextlib.suppress(BaseException):
-            loop.close()
+            close_loop(loop)
 
     @property
     def alive(self) -> bool:

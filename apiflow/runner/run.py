@@ -14,6 +14,7 @@ from apiflow.agent.trial import TrialSpec, run_trial
 from apiflow.bank import Bank
 from apiflow.bank.task import Task
 from apiflow.models import GenerateConfig, ModelClient, make_model, model_slug
+from apiflow.models.agent_thread import close_loop
 from apiflow.results.canary_key import CanaryKey
 from apiflow.results.prices import Prices
 from apiflow.results.record import TrialRecord
@@ -35,22 +36,7 @@ def play_trial_sync(spec: TrialSpec, model: ModelClient, replay: Replay | None =
     try:
         return loop.run_until_complete(play_trial(spec, model, replay))
     finally:
-        _close(loop)
-
-
-def _close(loop: asyncio.AbstractEventLoop) -> None:
-    """Close ``loop`` as ``asyncio.run`` does: cancel what is still pending (a provider library's
-    background logging task, say) and let it finish first. Left pending on a closed loop, such a task
-    is finalised later by the garbage collector, which can crash the interpreter at exit."""
-    try:
-        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-    finally:
-        loop.close()
+        close_loop(loop)
 
 
 class TrialPlan(NamedTuple):

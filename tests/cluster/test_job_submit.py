@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from clusterkit import ROOT, children, free_port, kill_all, pids_mentioning
+from treekit import copy_tree
 
 from apiflow.errors import UsageError
 from apiflow.results.store import ResultStore
@@ -59,12 +60,7 @@ def _listening(port: int) -> bool:
 
 def _clone(dest: Path) -> None:
     """The tracked files, plus what a user's clone also holds and the upload must leave out."""
-    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-    tracked = subprocess.run(listing, cwd=ROOT, capture_output=True, check=True).stdout
-    for name in tracked.decode().split("\0"):
-        if name and (ROOT / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, dest / name)
+    copy_tree(dest)
     for bulky in (".git/objects/pack/big.pack", "results/old/trials.bin", "report/big.html"):
         (dest / bulky).parent.mkdir(parents=True, exist_ok=True)
         (dest / bulky).write_bytes(os.urandom(8 << 20))

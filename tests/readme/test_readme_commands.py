@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from treekit import copy_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -107,15 +107,6 @@ def _elsewhere(command: str) -> str | None:
     return next((why for prefix, why in ELSEWHERE.items() if command.startswith(prefix)), None)
 
 
-def _clone(dest: Path) -> None:
-    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-    names = subprocess.run(listing, cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
-    for name in names:
-        if name and (ROOT / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, dest / name)
-
-
 def _serve(run_as: str, cwd: Path, env: dict[str, str], ready: str) -> tuple[int | None, str]:
     proc = subprocess.Popen(
         ["bash", "-c", f"exec {run_as}"], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -167,7 +158,7 @@ def test_the_readme_table_covers_every_command() -> None:
 def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
     folder = tmp_path / "clone"
     folder.mkdir()
-    _clone(folder)
+    copy_tree(folder)
     (folder / "scratch").mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "AWS_"))}
     env |= {"PATH": f"{VENV_BIN}:{env['PATH']}", "HOME": str(tmp_path / "home"), "RAY_USAGE_STATS_ENABLED": "0"}
