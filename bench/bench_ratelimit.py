@@ -7,7 +7,7 @@ One grid of oracle trials (the sample bank's 13 tasks x ``--epochs``, ~124 calls
 litellm's real ``openai/`` route to the stand-in provider, whose limit is ``--rpm`` requests a minute
 (a one-second bucket, answered with 429 + ``Retry-After`` over it), on a private local Ray with
 ``--in-flight`` trials at once and the grid's rate limit set to ``--factor`` x ``--rpm``. Run twice, in
-this order: (a) the fixed gate of before (``APIFLOW_GATE_AIMD=off``), the baseline; (b) the adaptive
+this order: (a) the fixed gate of before (``ratelimits.<key>.adaptive: false``), the baseline; (b) the adaptive
 gate. Printed per arm: the share of requests answered 429, overall and after the first minute (from
 the stand-in's first request), trials lost (harness/provider outcomes), the trial phase's wall time,
 the gate's cuts and increases; then requests, 429s and the effective rate per ``--bucket-s``.
@@ -43,7 +43,6 @@ def _arm(adaptive: bool, args: argparse.Namespace, work: Path) -> dict[str, Any]
     from cluster.driver import run_grid
     from cluster.spec import GridSpec
 
-    os.environ["APIFLOW_GATE_AIMD"] = "on" if adaptive else "off"  # read by the gate actor (a private Ray)
     server = StandinServer(StandinConfig(rpm=args.rpm, burst_s=1.0, latency_s=args.latency,
                                          plays=((MODEL, "apiflow/oracle"),)))  # fmt: skip
     server.start()
@@ -55,7 +54,7 @@ def _arm(adaptive: bool, args: argparse.Namespace, work: Path) -> dict[str, Any]
             "epochs": args.epochs, "out": str(work / ("aimd" if adaptive else "fixed")),
             "price_table": str(ROOT / "configs/prices/2026-12.yaml"),
             "concurrency": {"actors": 1, "trials_per_actor": args.in_flight},
-            "ratelimits": {"openai": {"rpm": args.rpm * args.factor, "burst_s": 1.0}},
+            "ratelimits": {"openai": {"rpm": args.rpm * args.factor, "burst_s": 1.0, "adaptive": adaptive}},
         })  # fmt: skip
         began = time.monotonic()
         summary = run_grid(spec, progress=False)

@@ -56,9 +56,7 @@ class BudgetLedger:
 class ProviderGate:
     """The cluster-wide gate of one provider key (an async actor: waiting callers queue in order).
 
-    ``adaptive`` None reads ``APIFLOW_GATE_AIMD`` (``off``: the fixed rates of before the adaptive
-    gate, the baseline ``bench/bench_ratelimit.py`` measures against; a private local Ray's actors
-    inherit the driver's environment).
+    ``adaptive``: the grid's ``ratelimits.<key>.adaptive`` (AIMD under the configured ceiling, or fixed rates).
     """
 
     def __init__(
@@ -67,11 +65,9 @@ class ProviderGate:
         rpm: float,
         tpm: float | None = None,
         burst_s: float = 1.0,
-        adaptive: bool | None = None,
+        adaptive: bool = True,
     ) -> None:
         self.provider = provider
-        if adaptive is None:
-            adaptive = os.environ.get("APIFLOW_GATE_AIMD", "on") != "off"
         self.gate = RateGate(rpm, tpm, burst_s, adaptive=adaptive)
         self.lock = asyncio.Lock()
 

@@ -128,7 +128,7 @@ def _start_actors(
             limit = spec.ratelimits[provider]
             tpm = limit.tpm * limit.headroom if limit.tpm else None
             gates[provider] = gate_cls.options(num_cpus=0, scheduling_strategy=here).remote(
-                provider, limit.rpm * limit.headroom, tpm, limit.burst_s
+                provider, limit.rpm * limit.headroom, tpm, limit.burst_s, limit.adaptive
             )
     ledger = (
         ledger_cls.options(num_cpus=0, scheduling_strategy=here).remote(spec.budget_usd, spent_usd, guessed)

@@ -16,6 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from apiflow.errors import UsageError
+from apiflow.models.caching import cache_ttl
+from apiflow.models.provider_fields import provider_route
 from apiflow.models.registry import check_model_name, is_offline, model_slug
 from apiflow.redact import credential_keys
 from apiflow.resources import resolve
@@ -59,6 +61,10 @@ class GridModel(BaseModel):
                 check_model_name(self.model)
             except UsageError as exc:
                 raise ValueError(str(exc)) from None
+        try:
+            _check_transport(self.model, self.params)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
         credentials = credential_keys(self.extra)
         if credentials:  # ``extra`` is recorded in the manifest and hashed into trial ids
             raise ValueError(
@@ -74,6 +80,18 @@ class GridModel(BaseModel):
     def offline(self) -> bool:
         """True for in-process models (no provider, no rate limit, no network)."""
         return is_offline(self.model)
+
+
+def _check_transport(model: str, params: dict[str, Any]) -> None:
+    """Refuse, when the grid loads, transport settings a worker's client would refuse at its first
+    trial (``params.api``, ``cache_ttl``, ``prompt_caching``): a typo must not become a grid of
+    harness errors."""
+    if is_offline(model):
+        return
+    provider_route(model, params)
+    cache_ttl(params)
+    if not isinstance(params.get("prompt_caching", True), bool):
+        raise UsageError(f"params.prompt_caching must be true or false, got {params['prompt_caching']!r}")
 
 
 class Sample(BaseModel):
@@ -202,6 +220,10 @@ class RateLimit(BaseModel):
     headroom: float = Field(default=0.97, gt=0, le=1)
     """Fraction of the limit the gate aims for: clock skew and network jitter between our bucket and the
     provider's would otherwise turn a request sent exactly on time into an occasional 429."""
+    adaptive: bool = True
+    """Learn the real rate from 429s (AIMD under this ceiling, docs/design/043-retries-and-rate-limits.md);
+    false keeps the configured rates fixed (a provider whose limit is known exactly, or the baseline
+    ``bench/bench_ratelimit.py`` measures against)."""
 
 
 class GridSpec(BaseModel):

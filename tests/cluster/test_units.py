@@ -46,6 +46,28 @@ def test_bad_grid_is_one_usage_error(tmp_path):
         load_grid(bad)
 
 
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ("{api: respones}", "params.api must be one of"),
+        ("{api: responses}", "needs an openai/ model"),
+        ("{cache_ttl: 1d}", "params.cache_ttl must be one of"),
+        ("{prompt_caching: 'yes'}", "params.prompt_caching must be true or false"),
+    ],
+)
+def test_a_bad_transport_setting_is_refused_when_the_grid_loads(tmp_path, params, named):
+    # Before, the worker's client refused it at each trial: a typo became a grid of harness errors.
+    bad = tmp_path / "g.yaml"
+    bad.write_text(f"models: [{{model: anthropic/claude-sonnet-4-6, params: {params}}}]\n")
+    with pytest.raises(UsageError, match=named):
+        load_grid(bad)
+
+
+def test_a_rate_limit_is_adaptive_unless_the_grid_says_fixed():
+    spec = spec_of(ratelimits={"openai": {"rpm": 60}, "anthropic": {"rpm": 60, "adaptive": False}})
+    assert spec.ratelimits["openai"].adaptive and not spec.ratelimits["anthropic"].adaptive
+
+
 def test_trial_ids_are_deterministic_unique_and_follow_the_inputs(bank):
     plan = plan_grid(spec_of(), bank)
     assert len(plan) == len(OFFLINE_MODELS) * len(bank.tasks) * 2
