@@ -25,7 +25,8 @@ through fsspec and behave alike)::
     quarantine/<path>                           objects a reader found damaged, moved aside (``quarantine``)
 
 The object primitives (create-only, atomic overwrite, concurrent reads, listings) are
-``objects.ObjectFolder``'s; this module holds the layout and what a stored trial means.
+``objects.ObjectFolder``'s, the checked reads of rows ``reading.StoredRows``'s and of transcripts
+``transcripts.StoredTranscripts``'s; this module holds the layout and what a stored trial means.
 An existing row object means "already done": that is how resume and duplicate
 protection work, so every writer may race and exactly one row survives; readers keep
 the first row of each trial id (docs/design/042-result-store.md, "Batched rows").
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zipfile
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -46,14 +46,13 @@ import pyarrow as pa
 
 from apiflow.errors import UsageError
 from apiflow.results import archives
-from apiflow.results.integrity import Damaged, check_transcript, trial_id_of
-from apiflow.results.layout import BATCHES, COVERED, MANIFEST, ROW_ENDINGS, ROW_SUFFIXES, model_token, stem
+from apiflow.results.layout import BATCHES, COVERED, MANIFEST, ROW_ENDINGS, ROW_SUFFIXES, model_token
 from apiflow.results.objects import ObjectFolder
 from apiflow.results.quarantine import Quarantine
 from apiflow.results.reading import CompactSummary, StoredRows
 from apiflow.results.record import TrialRecord
 from apiflow.results.rowfiles import ARCHIVE_SIZE, BATCH_IDS, batch_digest, row_bytes, rows_bytes
-from apiflow.results.unpack import unpack_targets
+from apiflow.results.transcripts import StoredTranscripts
 
 __all__ = ["BATCHES", "COVERED", "MANIFEST", "ROW_SUFFIXES", "CompactSummary", "ResultStore", "model_token"]
 
@@ -81,6 +80,8 @@ class ResultStore:
         self.quarantine = Quarantine(self.objects, url)
         """The objects this store's readers found damaged and moved aside (``quarantine.found``)."""
         self.stored = StoredRows(self.objects, self.quarantine, self._archive_whole)
+        self.transcripts = StoredTranscripts(self.objects, self.quarantine, self.stored, url)
+        """The transcripts, read with their checks (a damaged one un-commits its trials)."""
 
     # ---- paths -------------------------------------------------------------
     def _path(self, *parts: str) -> str:
@@ -96,7 +97,7 @@ class ResultStore:
 
     def transcript_path(self, model_slug: str, trial_id: str) -> str:
         """Where the schema-1.0 JSON of a trial run alone lives."""
-        return self._path("transcripts", archives.member_name(model_token(model_slug), trial_id))
+        return self.transcripts.path(model_slug, trial_id)
 
     def archive_path(self, trial_ids: Iterable[str]) -> str:
         """Where the transcripts of the batch of these trials live (beside its row object's digest)."""
@@ -294,147 +295,33 @@ class ResultStore:
                 continue  # a checkpoint half-written by a local writer that died: the others remain
         return found
 
-    # ---- transcripts -----------------------------------------------------------------
+    # ---- transcripts (checked reads: ``transcripts``) ---------------------------------
     def read_transcript(self, model_slug: str, trial_id: str) -> dict[str, Any]:
-        """A stored trial's schema-1.0 JSON: its own file, else its member in a committed archive.
-
-        A damaged file or archive met on the way is set aside with its trials (``transcript_damaged``).
-
-        Raises:
-            FileNotFoundError: No readable transcript of that trial is stored.
-        """
-        path = self.transcript_path(model_slug, trial_id)
-        try:
-            return self.checked_trial_file(path, self.objects.cat(path))
-        except FileNotFoundError:
-            pass
-        except Damaged as exc:
-            self.transcript_damaged(path, str(exc))
-        member = archives.member_name(model_token(model_slug), trial_id)
-        for archive in self.committed_archives():  # one GET each: a lookup, not a scan of a grid
-            data = self._whole_archive(archive)
-            if data is None:
-                continue
-            try:
-                ((_, body),) = archives.read_members(data, [member])
-            except KeyError:
-                continue
-            return json.loads(body)
-        raise FileNotFoundError(f"no transcript of trial {trial_id} ({model_slug}) under {self.url}")
-
-    def _whole_archive(self, path: str) -> bytes | None:
-        """The bytes of a transcript archive that passes ``archives.check_archive``; None if it is
-        gone or damaged (then set aside with its batch: ``transcript_damaged``)."""
-        try:
-            data = self.objects.cat(path)
-            archives.check_archive(data)
-        except FileNotFoundError:
-            return None
-        except Damaged as exc:
-            self.transcript_damaged(path, str(exc))
-            return None
-        return data
+        """A stored trial's schema-1.0 JSON, its own file or its member in a committed archive
+        (``StoredTranscripts.read``; FileNotFoundError when no readable one is stored)."""
+        return self.transcripts.read(model_slug, trial_id)
 
     def _archive_whole(self, path: str) -> bool:
-        # Gone is not damaged: its rows still count (nothing deletes an archive).
-        return not self.objects.exists(path) or self._whole_archive(path) is not None
+        # ``stored`` is given this before ``transcripts`` exists: looked up when asked.
+        return self.transcripts.archive_whole(path)
 
     def checked_trial_file(self, path: str, data: bytes) -> dict[str, Any]:
-        """A stored trial JSON (``transcripts/model=<m>/<id>.json`` or a failed attempt's
-        ``failures/model=<m>/<id>/<attempt>.json``), checked: whole, and the trial its path names.
-
-        Raises:
-            Damaged: It is not (the caller sets it aside: ``transcript_damaged``).
-        """
-        trial = check_transcript(data)
-        parts = self.quarantine.relative(path).split("/")
-        expected = parts[-2] if parts[0] == "failures" else stem(path)
-        named = trial_id_of(trial)
-        if named is not None and named != expected:
-            raise Damaged(f"holds trial {named}, not the one its path names")
-        return trial
+        """A stored trial JSON checked whole and for the trial its path names, else ``Damaged``
+        (``StoredTranscripts.checked_file``)."""
+        return self.transcripts.checked_file(path, data)
 
     def transcript_damaged(self, path: str, reason: str) -> None:
-        """Set aside a damaged transcript (a trial's file or a batch's archive) and un-commit its trials.
-
-        A committed trial always has its transcript, so the row object that committed it (the
-        trial's row, the batch's object) goes aside too, and compacted rows of those trials are
-        withdrawn by compacting again without them (a trial stored in another good object keeps
-        that row): a resume runs exactly these trials again. A failed attempt's record is only set aside.
-        """
-        parts = self.quarantine.relative(path).split("/")
-        again = "its trials are not counted as stored and run again on resume"
-        if parts[:2] == ["transcripts", BATCHES]:
-            digest = stem(path)
-            row = self._path("rows", BATCHES, f"{digest}.parquet")
-            named = self._members_of(path)
-            self.quarantine.move(path, reason, again)  # first: reading its row object asks after it
-            ids = self.stored.ids([row]) or named
-            if self.objects.exists(row):
-                self.quarantine.move(row, f"the transcript archive of its batch is damaged ({reason})", again)
-            self._withdraw(ids, f"{digest}.parquet")
-        elif parts[0] == "transcripts" and len(parts) == 3:
-            self.quarantine.move(path, reason, again)
-            base = self._path("rows", parts[1], stem(path))
-            for row in (base + suffix for suffix in ROW_SUFFIXES.values()):
-                if self.objects.exists(row):
-                    self.quarantine.move(row, f"its transcript is damaged ({reason})", again)
-            self._withdraw({stem(path)}, None)
-        else:
-            self.quarantine.move(path, reason, "a failed attempt's record; the trial's retry is unaffected")
-
-    def _members_of(self, archive: str) -> set[str]:
-        """The trial ids a damaged archive's directory still names (none if it has none left)."""
-        try:
-            return {archives.trial_id_of(m) for m in archives.member_names(self.objects.cat(archive))}
-        except (FileNotFoundError, zipfile.BadZipFile, OSError, ValueError):
-            return set()
-
-    def _withdraw(self, ids: set[str], batch: str | None) -> None:
-        """Compact again without ``ids``' compacted rows and without ``batch`` among the covered ones,
-        when a compacted file holds any of them (nothing to do before the first compaction)."""
-        if not self.objects.list("compacted", ".parquet"):
-            return
-        held = set(self.stored.compacted(["trial_id"])[0].column("trial_id").to_pylist())
-        if ids & held or (batch is not None and batch in self.stored.covered()):
-            self.stored.compact(exclude=ids, uncover=batch)
+        """Set aside a damaged transcript and un-commit its trials (``StoredTranscripts.damaged``)."""
+        self.transcripts.damaged(path, reason)
 
     def unpack_archives(self) -> tuple[int, int]:
-        """Write each committed archive's members as the per-trial files of the same names
-        (``transcripts/model=<m>/<trial_id>.json``), for tools that want one file a trial.
-
-        A trial in two committed archives is written from the first in path order, the one the
-        readers show; the archives stay (they remain what the readers read). Every member of an
-        archive is checked to land inside ``transcripts/`` before any is written (``unpack``); a
-        damaged archive is set aside with its batch (``transcript_damaged``) and writes nothing.
-
-        Returns:
-            ``(files written, members skipped as a later copy of a trial already written)``.
-
-        Raises:
-            UsageError: an archive has a member that would land outside ``transcripts/``.
-        """
-        written: set[str] = set()
-        skipped = 0
-        base = self._path("transcripts")
-        for path in self.committed_archives():
-            data = self._whole_archive(path)
-            if data is None:
-                continue
-            for target, body in unpack_targets(self.objects, base, data, path):
-                if target in written:
-                    skipped += 1
-                    continue
-                self.overwrite(target, body)
-                written.add(target)
-        return len(written), skipped
+        """Write committed archives' members as per-trial files: ``(written, skipped as a later copy)``
+        (``StoredTranscripts.unpack``; UsageError for a member that would land outside ``transcripts/``)."""
+        return self.transcripts.unpack()
 
     def committed_archives(self) -> list[str]:
-        """The transcript archives whose batch is committed, in path order (``archives.committed``):
-        its row object exists, or a compaction folded it in (its rows live on in the compacted files)."""
-        _, batches = self.stored.row_objects()
-        listed = self.objects.list(f"transcripts/{BATCHES}", archives.SUFFIX)
-        return archives.committed(listed, [*batches, *self.stored.covered()])
+        """The transcript archives whose batch is committed, in path order (``StoredTranscripts``)."""
+        return self.transcripts.committed_archives()
 
     # ---- reading and compaction ---------------------------------------------
     def read_rows(self, *, failures: bool = False) -> pa.Table:

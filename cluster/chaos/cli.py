@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from cluster.chaos.scenarios import Suite
+from cluster.chaos.sizes import Suite
 
 INTS = (
     "trials",

@@ -20,7 +20,8 @@ from pathlib import Path
 from types import FrameType
 
 from cluster.chaos.kit import MotoS3, TwoNodeCluster
-from cluster.chaos.scenarios import Chaos, Suite
+from cluster.chaos.scenarios import Chaos
+from cluster.chaos.sizes import Suite
 
 
 class Interrupted(KeyboardInterrupt):

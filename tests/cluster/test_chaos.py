@@ -18,7 +18,7 @@ import pytest
 from clusterkit import ROOT
 
 from cluster.chaos.kit import MARKER, alive, cluster_tag, with_env
-from cluster.chaos.scenarios import Suite
+from cluster.chaos.sizes import Suite
 from cluster.chaos.suite import run
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.s3]

@@ -20,7 +20,8 @@ import pytest
 from clusterkit import ROOT, children, cmdline
 
 from cluster.chaos.kit import MARKER, alive, cluster_tag, with_env
-from cluster.chaos.scenarios import Chaos, Suite
+from cluster.chaos.scenarios import Chaos
+from cluster.chaos.sizes import Suite
 from cluster.chaos.suite import Interrupted, interruptible, run
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.s3]

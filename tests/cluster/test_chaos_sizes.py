@@ -14,7 +14,7 @@ import yaml
 from clusterkit import ROOT
 
 from cluster.chaos.cli import command
-from cluster.chaos.scenarios import FAULTS_TRIALS, Suite, grid_data
+from cluster.chaos.sizes import FAULTS_TRIALS, Suite, grid_data
 
 
 def readme_argv() -> list[str]:
