@@ -44,7 +44,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from apiflow.agent import TrialSpec  # noqa: E402
 from apiflow.bank import load_bank  # noqa: E402
 from apiflow.models import GenerateConfig, make_model  # noqa: E402
-from apiflow.models.litellm_client import LiteLLMClient, _litellm, configure_litellm, to_openai_messages  # noqa: E402
+from apiflow.models.chat_messages import to_openai_messages  # noqa: E402
+from apiflow.models.litellm_client import LiteLLMClient, _litellm, configure_litellm  # noqa: E402
 from apiflow.models.retry import retry_hook  # noqa: E402
 from apiflow.results.prices import cost_usd, load_price_table  # noqa: E402
 from apiflow.runner import play_trial_sync  # noqa: E402

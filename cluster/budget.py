@@ -226,8 +226,8 @@ class BudgetedModel:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], config: GenerateConfig
     ) -> ModelOutput:
         output = await self.inner.generate(messages, tools, config)  # a failed call is not billed
-        # One call's own price: its long-context rate when its prompt crossed the threshold.
-        await self.ledger.charge.remote(self.key, call_cost_usd(output.usage, self.prices))
+        # One call's own price: its long-context rate when its prompt crossed the threshold, at its served tier.
+        await self.ledger.charge.remote(self.key, call_cost_usd(output.usage, self.prices, output.tier))
         return output
 
     async def end_trial(self, messages: list[dict[str, Any]]) -> None:

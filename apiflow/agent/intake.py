@@ -149,7 +149,7 @@ class TurnIntake:
         output = raw
         if not same:
             output = ModelOutput(
-                text, reasoning, tuple(calls), raw.usage, raw.provider_cost_usd, raw.retries, raw.served
+                text, reasoning, tuple(calls), raw.usage, raw.provider_cost_usd, raw.retries, raw.served, raw.tier
             )
         u = output.usage  # clean counts, no cost, no retries: nothing for _accounting to repair
         if not (
@@ -349,17 +349,23 @@ class TurnIntake:
             type(served) is tuple and len(served) == 3 and all(type(v) is str and len(v) <= 200 for v in served)
         ):
             served = None
+        tier = output.tier if type(output.tier) is str and 0 < len(output.tier) <= MAX_TIER_CHARS else None
         same = usage is output.usage and cost is output.provider_cost_usd and retries is output.retries
-        if same and served is output.served:
+        if same and served is output.served and tier is output.tier:
             return output
         self.log.repair("usage", usage is not output.usage)
         self.log.repair("provider_cost", cost is not output.provider_cost_usd)
         self.log.repair("retries", retries is not output.retries)
         self.log.repair("served", served is not output.served)
-        return ModelOutput(output.text, output.reasoning, output.tool_calls, usage, cost, tuple(retries), served)
+        self.log.repair("tier", tier is not output.tier)
+        return ModelOutput(
+            output.text, output.reasoning, output.tool_calls, usage, cost, tuple(retries), served, tier
+        )
 
 
 _PREVIEW_SIZE = 2_001
+MAX_TIER_CHARS = 40
+"""A served tier is a short name (``standard``, ``batch``...); anything else a model claims is dropped."""
 
 
 def _count(value: Any) -> int:

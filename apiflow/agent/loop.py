@@ -35,6 +35,7 @@ from apiflow.models.base import (
     Usage,
 )
 from apiflow.models.plugins import PluginModel
+from apiflow.models.provider_fields import TIER_CHARS
 from apiflow.redact import SECRETS_ATTR, RedactingFilter, redact
 from apiflow.results.record import Termination
 from apiflow.tools import ToolResult
@@ -98,10 +99,14 @@ class LoopOutcome:
     """Each model call's usage after intake, in order: a provider's long-context rate is decided per
     call, so a trial is priced from these (``calls_cost_usd``), never from ``usage``'s sums. Not
     recorded: the record keeps the sums."""
+    tiers: list[str | None] = field(default_factory=list)
+    """Each model call's served tier (``ModelOutput.tier``), by position in ``calls``: each call is
+    priced at the tier its provider said served it (``calls_cost_usd``)."""
     provider_cost_usd: float | None = None
     retries: list[dict[str, Any]] = field(default_factory=list)
     served: list[list[str]] = field(default_factory=list)
-    """Per provider call, what the provider said served it: [model, fingerprint, request id]."""
+    """Per provider call, what the provider said served it: [model, fingerprint, request id], and the
+    service tier when the provider named one."""
     agent_error: str | None = None
     """Why the agent's own code ended the trial (``AgentFault``, or its model not returning before the
     trial's clock ran out): scored, unlike ``harness_error``."""
@@ -322,10 +327,12 @@ class _Loop:
                 twrite, treason = twrite + u.cache_write, treason + u.reasoning
                 thour += u.cache_write_1h
                 per_call.append(u)
+                tier = output.tier if type(output.tier) is str and len(output.tier) <= TIER_CHARS else None
+                out.tiers.append(tier)
                 if output.retries:
                     out.retries.extend(output.retries)
                 if output.served is not None:
-                    out.served.append(list(output.served))
+                    out.served.append([*output.served, tier] if tier is not None else list(output.served))
                 if output.provider_cost_usd is not None:
                     out.provider_cost_usd = (out.provider_cost_usd or 0.0) + output.provider_cost_usd
                 messages.append(assistant_message(output))

@@ -166,7 +166,8 @@ class TrialSpec:
             for canary forms derived from the seed alone; the record names the key's id only.
         prices: The model's prices: the record's ``cost_usd`` is its calls priced one by one
             (``calls_cost_usd``: a long-context rate applies to the calls above its threshold
-            only); None leaves the cost unset. Not part of the trial id.
+            only; each call at the tier its provider said served it, ``Prices.at_tier``); None
+            leaves the cost unset. Not part of the trial id.
     """
 
     task: Task
@@ -275,7 +276,7 @@ async def run_trial(spec: TrialSpec, model: ModelClient, *, replay: Replay | Non
         version=version, schema_hash=schema_hash, canary_key=spec.canary_key,
     )  # fmt: skip
     if spec.prices is not None:  # per call, so a surcharge lands on the calls that crossed it only
-        block.cost_usd = calls_cost_usd(outcome.calls, spec.prices)
+        block.cost_usd = calls_cost_usd(outcome.calls, spec.prices, outcome.tiers)
     return TrialRecord(
         model=model_slug,
         model_api=model.model_api,

@@ -68,6 +68,10 @@ class ModelOutput:
         served: What the provider said served this call: ``(model, fingerprint, request id)`` as its
             response named them (``system_fingerprint`` or the provider's equivalent; "" when it
             named none). Set by the provider adapter; None for models without a provider.
+        tier: The service tier the provider said it served this call at, in the price table's
+            names (``standard``, ``flex``, ``priority``, ``batch``; ``provider_fields.served_tier``):
+            it may differ from the tier asked for, and the call is priced at it. None when the
+            provider named none, or for models without a provider.
     """
 
     text: str = ""
@@ -77,6 +81,7 @@ class ModelOutput:
     provider_cost_usd: float | None = None
     retries: tuple[dict[str, Any], ...] = ()
     served: tuple[str, str, str] | None = None
+    tier: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,12 @@
 """The litellm adapter: THE ONLY module that imports litellm (lazily, inside functions).
 
-It converts schema-1.0 messages to the OpenAI chat format and back, passes the tool schemas, and
-reports usage by priced kind. It makes exactly one provider attempt (``num_retries=0``): retries
-belong to the grid runner's single tenacity layer, which plugs in through ``RetryHook``. A
-provider fault that outlives the hook becomes ``ProviderError`` (a harness outcome, never a model
-failure). Nothing is configured at import: the runner calls ``configure_litellm()``.
+It sends schema-1.0 conversations through litellm (``chat_messages`` converts them to the OpenAI chat
+format and the response back), passes the tool schemas, and reports usage by priced kind and the tier
+that served each call. It makes exactly one provider attempt (``num_retries=0``): retries belong to
+the grid runner's single tenacity layer, which plugs in through ``RetryHook``. A provider fault that
+outlives the hook becomes ``ProviderError`` (a harness outcome, never a model failure), its text
+redacted at ``faults``. Nothing is configured at import: the runner calls ``configure_litellm()``.
+Modules beside it that need litellm itself ask ``_litellm()``, so litellm stays imported here only.
 
 Reasoning is replayed the way each provider requires in a tool loop: the provider-specific state of
 each assistant turn litellm returned (Anthropic ``thinking_blocks`` with their signatures, the
@@ -15,50 +17,30 @@ docs/design/046-provider-fidelity.md says why the adapter keeps it rather than t
 ``params.api: responses`` calls an ``openai/`` model through the Responses API, as the published
 runs did (store off, encrypted reasoning replayed), with the model id and record unchanged.
 
-This module's exception boundary is the single point where provider text becomes ours: every
-exception leaving ``generate`` carries a message redacted by ``apiflow.redact`` (environment keys,
-the client's own ``api_key``/headers, credential-shaped strings) and no chained original
-(docs/design/045-secrets-and-unscored.md).
+Every exception leaving ``generate`` is built by ``apiflow.models.faults``: redacted, cut to size,
+with no chained original (docs/design/045-secrets-and-unscored.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import json
 import logging
 import os
-import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from apiflow.errors import UsageError
-from apiflow.models.base import ContextWindowExceeded, GenerateConfig, ModelOutput, ProviderError, ToolCall
+from apiflow.models.base import ContextWindowExceeded, GenerateConfig, ModelOutput
 from apiflow.models.caching import cache_ttl, marks_breakpoints, prompt_cache_key, with_breakpoints
-from apiflow.models.provider_fields import (
-    RESPONSES_ROUTE,
-    ReplayState,
-    get_field,
-    provider_route,
-    reasoning_text,
-    replay_state,
-    request_id,
-    usage_from_response,
-)
-from apiflow.models.retry import QUOTA_KIND, is_quota_error
-from apiflow.redact import RedactingFilter, redact, secrets_in
-
-RetryHook = Callable[[Callable[[], Awaitable[Any]], list[dict[str, Any]]], Awaitable[Any]]
-"""``hook(attempt, retry_log) -> response``: call ``attempt()`` (one provider call) as often as the
-retry policy allows, append one dict per retry to ``retry_log`` (e.g. ``{"attempt", "error",
-"status", "wait_s"}``), and re-raise the last litellm exception when giving up. The exception
-keeps ``status_code`` and ``response.headers`` (``Retry-After``) for the policy to read."""
+from apiflow.models.chat_messages import output_from_response, to_openai_messages
+from apiflow.models.faults import fault_text, harness_fault, provider_error, provider_faults
+from apiflow.models.provider_fields import RESPONSES_ROUTE, ReplayState, provider_route, replay_state
+from apiflow.models.retry import RetryHook, is_quota_error
+from apiflow.redact import RedactingFilter, secrets_in
 
 _configured = False
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
-SERVED_CHARS = 200
-"""Characters kept of each served field (model id, fingerprint, request id)."""
-MESSAGE_LIMIT = 2000
-"""Characters of a provider error kept on the trial (after redaction, so no secret is cut in half)."""
 
 
 def configure_litellm() -> None:
@@ -82,6 +64,8 @@ def configure_litellm() -> None:
 
 
 def _litellm() -> Any:
+    """litellm itself, configured: what code beside this module calls for a litellm class or function,
+    so this module stays litellm's one importer (tests/architecture)."""
     if not _configured:  # a caller forgot: never let the import fetch the cost map from the network
         configure_litellm()
     import litellm
@@ -103,40 +87,9 @@ def check_model_id(model: str) -> None:
         ) from None
 
 
-class LiteLLMProviderError(ProviderError):
-    """A provider fault as litellm reported it.
-
-    Attributes:
-        status_code: HTTP status when the provider answered (429, 5xx, ...), else None.
-        kind: litellm's exception class name (``RateLimitError``, ``APIConnectionError``, ...).
-    """
-
-    def __init__(
-        self, message: str, retries: tuple[dict[str, Any], ...], status_code: int | None, kind: str
-    ) -> None:
-        super().__init__(message, retries)
-        self.status_code = status_code
-        self.kind = kind
-
-
 async def single_attempt(attempt: Callable[[], Awaitable[Any]], retry_log: list[dict[str, Any]]) -> Any:
     """The default ``RetryHook``: one call, no retries (the grid runner supplies the real policy)."""
     return await attempt()
-
-
-# -- schema 1.0 -> OpenAI ------------------------------------------------------------------------
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(b.get("text", "") for b in content or () if b.get("type") == "text")
-
-
-def _openai_tool_call(call: dict[str, Any]) -> dict[str, Any]:
-    args = call["arguments"]
-    encoded = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-    return {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": encoded}}
 
 
 OPENAI_WIRE_PROVIDERS = frozenset(
@@ -161,97 +114,6 @@ def empty_text_for(model: str) -> str | None:
     except Exception:  # an id litellm cannot route fails in acompletion with its own message
         return None
     return "" if provider in OPENAI_WIRE_PROVIDERS else None
-
-
-def to_openai_messages(
-    messages: list[dict[str, Any]],
-    replay: Sequence[ReplayState | None] = (),
-    empty_text: str | None = None,
-) -> list[dict[str, Any]]:
-    """Schema-1.0 transcript -> OpenAI chat messages (litellm's input shape for every provider).
-
-    ``replay[n]`` is sent back with the n-th assistant message: its reasoning state as the provider
-    returned it. Without it, a reasoning block of the record is not replayed (its text alone is no
-    valid input for any provider: signatures and encrypted content are not in the record). A failed
-    tool call's result is its error message, so the model sees what went wrong. ``empty_text`` is
-    the content of an assistant turn without text (``empty_text_for`` the route).
-    """
-    converted: list[dict[str, Any]] = []
-    turn = 0
-    for message in messages:
-        role = message["role"]
-        if role == "assistant":
-            text = _text_of(message["content"]) or empty_text
-            item: dict[str, Any] = {"role": "assistant", "content": text}
-            if message.get("tool_calls"):
-                item["tool_calls"] = [_openai_tool_call(c) for c in message["tool_calls"]]
-            state = replay[turn] if turn < len(replay) else None
-            if state is not None:
-                _attach(item, state)
-            turn += 1
-            converted.append(item)
-        elif role == "tool":
-            error = message.get("error")
-            content = error["message"] if error else message["content"]
-            converted.append({"role": "tool", "tool_call_id": message["tool_call_id"], "content": content})
-        else:
-            converted.append({"role": role, "content": _text_of(message["content"])})
-    return converted
-
-
-def _attach(item: dict[str, Any], state: ReplayState) -> None:
-    item.update(state.fields)
-    for call, extra in zip(item.get("tool_calls") or (), state.call_fields, strict=False):
-        if extra:
-            call["provider_specific_fields"] = extra
-    for call, raw in zip(item.get("tool_calls") or (), state.arguments, strict=False):
-        sent = call["function"]["arguments"]
-        if raw is not None and raw != sent and parse_arguments(raw) == parse_arguments(sent):
-            call["function"]["arguments"] = raw  # the provider's own bytes; a repaired call keeps ours
-
-
-# -- OpenAI -> schema 1.0 ------------------------------------------------------------------------
-
-
-def parse_arguments(raw: str | None) -> dict[str, Any] | str:
-    """Tool-call arguments as a dict when they are a JSON object, else the raw text.
-
-    The raw text goes to the toolbox, which returns a ``parsing`` tool error the model can react
-    to; the loop counts it. The only repair is an absent/empty string, read as ``{}``.
-    """
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return {}
-    if not isinstance(raw, str):
-        return raw  # not text at all: the loop's intake records and refuses it as arguments_type
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):  # nested past the recursion limit: raw text, bounded by the toolbox
-        return raw
-    return value if isinstance(value, dict) else raw
-
-
-def output_from_response(response: Any) -> ModelOutput:
-    """A litellm ``ModelResponse`` -> ``ModelOutput`` (first choice)."""
-    message = response.choices[0].message
-    calls = tuple(
-        ToolCall(str(c.id), str(c.function.name), parse_arguments(c.function.arguments))
-        for c in (get_field(message, "tool_calls") or ())
-    )
-    hidden = getattr(response, "_hidden_params", None) or {}
-    cost = hidden.get("response_cost")
-    served = (
-        str(get_field(response, "model") or "")[:SERVED_CHARS],
-        str(get_field(response, "system_fingerprint") or "")[:SERVED_CHARS],
-        request_id(hidden, response)[:SERVED_CHARS],
-    )
-    return ModelOutput(
-        text=get_field(message, "content") or "",
-        reasoning=reasoning_text(message),
-        tool_calls=calls,
-        usage=usage_from_response(get_field(response, "usage")),
-        provider_cost_usd=float(cost) if isinstance(cost, int | float) else None,
-        served=served,  # type: ignore[arg-type]
-    )
 
 
 class LiteLLMClient:
@@ -364,75 +226,19 @@ class LiteLLMClient:
         retry_log: list[dict[str, Any]] = []
         try:
             response = await self.retry(lambda: litellm.acompletion(**kwargs), retry_log)
-        except _provider_faults() as exc:
+        except provider_faults() as exc:
             if isinstance(exc, litellm.ContextWindowExceededError):  # the model's limit, not a fault
-                raise ContextWindowExceeded(_fault_text(exc, self.secrets), tuple(retry_log)) from None
-            raise _provider_error(exc, retry_log, self.secrets) from None
+                raise ContextWindowExceeded(fault_text(exc, self.secrets), tuple(retry_log)) from None
+            raise provider_error(exc, retry_log, self.secrets) from None
         except Exception as exc:  # a harness bug: still loud, but its text may quote the request too
-            raise _harness_fault(exc, self.secrets) from None
+            raise harness_fault(exc, self.secrets) from None
         output = output_from_response(response)
         state = replay_state(response.choices[0].message)
         self.turns.extend([None] * (held - len(self.turns)))  # turns this client did not produce
         self.turns.append(None if state.empty else state)
         if retry_log:
-            output = ModelOutput(
-                output.text,
-                output.reasoning,
-                output.tool_calls,
-                output.usage,
-                output.provider_cost_usd,
-                tuple(retry_log),
-                output.served,
-            )
+            output = dataclasses.replace(output, retries=tuple(retry_log))
         return output
-
-
-def _provider_faults() -> type[Exception]:
-    # Every litellm provider exception (rate limit, 5xx, connection, timeout, bad request, context
-    # window) derives from openai's base error; anything else raised here is a harness bug.
-    import openai
-
-    return openai.OpenAIError
-
-
-class LiteLLMHarnessFault(RuntimeError):
-    """A non-provider exception raised inside the adapter (a harness bug), with its text redacted.
-
-    The trial records it as ``harness_error``; the redacted original traceback rides along as an
-    exception note, so the loop's log line still shows where it happened.
-    """
-
-
-def _provider_error(
-    exc: Exception, retry_log: list[dict[str, Any]], secrets: frozenset[str] = frozenset()
-) -> LiteLLMProviderError:
-    """THE point where a provider fault is recorded: its text redacted, then cut to ``MESSAGE_LIMIT``.
-
-    Raised ``from None``: the original exception (its message and response body may quote the
-    request's credentials) must not ride along into a logged traceback. The retry log needs no
-    redaction: it holds exception class names, statuses and numbers only (models/retry.py).
-    """
-    status = getattr(exc, "status_code", None)
-    quota = is_quota_error(exc)
-    return LiteLLMProviderError(
-        (QUOTA_KIND + ": " if quota else "") + _fault_text(exc, secrets),
-        tuple(retry_log),
-        status if isinstance(status, int) else None,
-        QUOTA_KIND if quota else type(exc).__name__,
-    )
-
-
-def _fault_text(exc: Exception, secrets: frozenset[str]) -> str:
-    """A provider exception's text as a record may hold it: redacted, then cut to ``MESSAGE_LIMIT``."""
-    return redact(f"{type(exc).__name__}: {exc}", secrets)[:MESSAGE_LIMIT]
-
-
-def _harness_fault(exc: Exception, secrets: frozenset[str] = frozenset()) -> LiteLLMHarnessFault:
-    fault = LiteLLMHarnessFault(_fault_text(exc, secrets))
-    fault.add_note(
-        "original traceback (redacted):\n" + redact("".join(traceback.format_exception(exc)), secrets)
-    )
-    return fault
 
 
 def missing_key(model: str, params: dict[str, Any]) -> str | None:
@@ -462,12 +268,12 @@ async def rejected_key(model: str, params: dict[str, Any]) -> str | None:
     try:
         ping = [{"role": "user", "content": "ping"}]
         await litellm.acompletion(model=route, messages=ping, max_tokens=1, **kwargs)
-    except _provider_faults() as exc:
+    except provider_faults() as exc:
         refused = type(exc).__name__ in ("AuthenticationError", "PermissionDeniedError")
         if refused or getattr(exc, "status_code", 0) in (401, 403):
-            return f"{model}: the provider refused the key: {_fault_text(exc, secrets)}"
+            return f"{model}: the provider refused the key: {fault_text(exc, secrets)}"
         if is_quota_error(exc):
-            return f"{model}: the account is out of quota or credit: {_fault_text(exc, secrets)}"
+            return f"{model}: the account is out of quota or credit: {fault_text(exc, secrets)}"
     except Exception:  # noqa: BLE001 - anything else is for the trials' retry layer to meet and record
         return None
     return None

@@ -4,8 +4,9 @@ Two tables the litellm adapter (``apiflow.models.litellm_client``) works from, k
 because they are data about providers, not adapter logic, and import no litellm: the per-turn
 reasoning state each provider needs replayed in a tool loop (``REPLAY_FIELDS``, ``ReplayState``;
 docs/design/046-provider-fidelity.md), where each provider reports each priced token kind
-(``USAGE_SOURCES``, ``usage_from_response``), the reasoning text a record keeps, and the route a
-model's params choose (``provider_route``: OpenAI's Responses API as the published runs called it).
+(``USAGE_SOURCES``, ``usage_from_response``), the tier a provider says it served a call at
+(``served_tier``), the reasoning text a record keeps, and the route a model's params choose
+(``provider_route``: OpenAI's Responses API as the published runs called it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from apiflow.errors import UsageError
 from apiflow.models.base import Usage
+from apiflow.results.prices import STANDARD
 
 REPLAY_FIELDS = ("thinking_blocks", "reasoning_items", "reasoning_content")
 """Assistant-message fields litellm returns that the provider needs back with the turn: Anthropic's
@@ -186,6 +188,41 @@ def request_id(hidden: dict[str, Any], response: Any) -> str:
         if str(name).lower().endswith(("request-id", "request_id")) and value:
             return str(value)
     return str(get_field(response, "id") or "")
+
+
+TIER_NAMES: dict[str, str] = {
+    "default": STANDARD,  # OpenAI's name for its standard tier
+    "auto": STANDARD,  # what OpenAI's request asks for; a reply naming it means the project default
+    "standard_only": STANDARD,  # Anthropic's request name
+    "on_demand": STANDARD,  # Gemini's trafficType
+    "on_demand_priority": "priority",
+    "on_demand_flex": "flex",
+}
+"""Providers' names for a served tier -> the price table's (``apiflow.results.prices``). Names the same
+on both sides (``flex``, ``priority``, ``batch``, ``standard``) are not listed; an unknown one is kept
+as the provider wrote it, and prices as the tier asked for (``Prices.at_tier``)."""
+
+TIER_CHARS = 40
+"""Characters kept of a tier name (a provider's enum; anything longer is not one)."""
+
+
+def served_tier(response: Any) -> str | None:
+    """The tier the provider says served this call, in the price table's names; None when it named none.
+
+    litellm keeps it where the provider put it: ``service_tier`` on the response (OpenAI Chat
+    Completions and the Responses route: ``default``, ``flex``, ``priority``, ``scale``), on the usage
+    (Anthropic: ``standard``, ``priority``, ``batch``), or Gemini's ``trafficType`` in the hidden
+    ``provider_specific_fields`` (read in litellm's source, not on a wire: the stand-in has no Gemini).
+    """
+    raw = get_field(response, "service_tier") or get_field(get_field(response, "usage"), "service_tier")
+    if not raw:
+        hidden = getattr(response, "_hidden_params", None)
+        extra = hidden.get("provider_specific_fields") if isinstance(hidden, dict) else None
+        raw = extra.get("traffic_type") if isinstance(extra, dict) else None
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    name = raw.strip().lower()[:TIER_CHARS]
+    return TIER_NAMES.get(name, name)
 
 
 RESPONSES_ROUTE = "openai/responses/"

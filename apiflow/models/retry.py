@@ -5,8 +5,8 @@ and this hook decides. It retries only what a later attempt can fix — 429, 5xx
 timeouts, connection errors — with full-jitter exponential backoff that never waits less
 than the provider's ``Retry-After``, capped in attempts and elapsed time. Every retry is
 appended to the trial's retry log. A ``CallGate`` (the grid runner's shared rate limiter)
-is asked before every attempt and told about every 429, so one provider's limit is shared by
-every trial in the cluster. This module imports neither litellm nor Ray
+is asked before every attempt and told about every 429 once (the last attempt's too), so one
+provider's limit is shared by every trial in the cluster. This module imports neither litellm nor Ray
 (docs/design/043-retries-and-rate-limits.md).
 """
 
@@ -110,6 +110,12 @@ def is_retryable(exc: BaseException) -> bool:
     return kind in RETRYABLE_KINDS or isinstance(exc, TimeoutError | ConnectionError)
 
 
+def is_rate_limit(exc: BaseException) -> bool:
+    """A 429 the gate must hear of: a rate limit, not an account out of quota (which no slower rate
+    fixes: its provider is parked instead, and cutting the shared rate would slow nothing that helps)."""
+    return status_of(exc) == 429 and not is_quota_error(exc)
+
+
 _LIMIT_WORDS = (
     (re.compile(r"rate limit reached for (requests|tokens)"), None),  # the stand-in's and OpenAI's
     (re.compile(r"on (requests|tokens) per min"), None),  # OpenAI's "... on tokens per min (TPM)"
@@ -182,6 +188,10 @@ class wait_retry_after_or_jitter(wait_base):  # noqa: N801 - tenacity's naming
 
 
 RetryHook = Callable[[Callable[[], Awaitable[Any]], list[dict[str, Any]]], Awaitable[Any]]
+"""``hook(attempt, retry_log) -> response``: call ``attempt()`` (one provider call) as often as the
+retry policy allows, append one dict per retry to ``retry_log`` (e.g. ``{"attempt", "error",
+"status", "wait_s"}``), and re-raise the last litellm exception when giving up. The exception
+keeps ``status_code`` and ``response.headers`` (``Retry-After``) for the policy to read."""
 
 
 def retry_hook(
@@ -215,8 +225,6 @@ def retry_hook(
             exc = state.outcome.exception() if state.outcome else None
             assert exc is not None
             status, asked = status_of(exc), retry_after_s(exc)
-            if gate is not None and status == 429:
-                await gate.rate_limited(asked, limit_kind(exc))
             retry_log.append(
                 {
                     "attempt": state.attempt_number,
@@ -241,7 +249,14 @@ def retry_hook(
             with state:
                 if gate is not None:
                     gate_waits.append(await gate.before_attempt())
-                response = await attempt()
+                try:
+                    response = await attempt()
+                except Exception as exc:
+                    if gate is not None and is_rate_limit(exc):
+                        # Here, not in before_sleep: the 429 that ends the call (the last attempt, or the
+                        # time cap reached) is as much news about the limit as one that is retried.
+                        await gate.rate_limited(retry_after_s(exc), limit_kind(exc))
+                    raise
                 if gate is not None:
                     await gate.after_attempt(response)
         return response

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from apiflow.errors import UsageError
 from apiflow.resources import resolve, shipped
@@ -62,9 +63,25 @@ class LongContextRates(Rates):
 
 
 class Prices(Rates):
-    """A model's rates at one tier, and its long-context rates where its provider has them."""
+    """A model's rates at one tier, and its long-context rates where its provider has them.
+
+    Prices from a table also hold the model's rates at the table's other tiers (private: not a rate
+    of these prices, so dumps and a free model's zero rates stay as they were), so a call its
+    provider says it served at another tier is priced at that tier (``at_tier``).
+    """
 
     long_context: LongContextRates | None = None
+    _tiers: dict[str, Prices] = PrivateAttr(default_factory=dict)
+
+    def at_tier(self, tier: str | None) -> Prices:
+        """These prices at the tier a provider said it served a call at (``ModelOutput.tier``).
+
+        The table's prices for that tier when the table these came from lists it for the model;
+        otherwise these, the tier the call asked for: a provider that named no tier, a tier the table
+        does not have for the model (OpenAI's ``scale``, Claude's ``priority`` in a batch-only entry)
+        and prices from no table (a plug-in's own) all price as asked.
+        """
+        return self._tiers.get(tier, self) if isinstance(tier, str) else self
 
 
 class LongContextEntry(BaseModel):
@@ -173,12 +190,27 @@ class PriceTable:
     tiers: dict[str, float] = field(default_factory=dict)
 
     def price(self, model_slug: str, tier: str = STANDARD) -> Prices:
-        """Prices for a model slug or provider id at a service tier, its long-context rates with them.
+        """Prices for a model slug or provider id at a service tier, its long-context rates with them,
+        and (``Prices.at_tier``) its prices at the entry's other tiers, for calls served at another.
 
         Lookup order: exact key, then alias (litellm id), then the first matching
         pattern key. An unknown model is a usage error: pricing it at zero would let
         a budget cap silently never bind; so is a tier the table (or the model's entry) lacks.
         """
+        entry = self._entry(model_slug)
+        tiers = self.tiers if entry.tiers is None else entry.tiers
+        if tier != STANDARD and tier not in tiers:
+            known = ", ".join([STANDARD, *tiers])
+            raise UsageError(
+                f"price table {self.version} has no {tier!r} tier for {model_slug!r} (known: {known})"
+            )
+        prices = _priced(entry, 1.0 if tier == STANDARD else tiers[tier])
+        if any(getattr(entry, kind) for kind in RATE_KINDS):  # a free model is free at every tier
+            others = {**tiers, STANDARD: 1.0}
+            prices._tiers = {name: _priced(entry, factor) for name, factor in others.items() if name != tier}
+        return prices
+
+    def _entry(self, model_slug: str) -> PriceEntry:
         entry = self.entries.get(model_slug)
         if entry is None:
             entry = self._aliases().get(model_slug)
@@ -189,19 +221,7 @@ class PriceTable:
                     break
         if entry is None:
             raise UsageError(f"no price for model {model_slug!r} in price table {self.version} ({self.path})")
-        factor = 1.0
-        if tier != STANDARD:
-            tiers = self.tiers if entry.tiers is None else entry.tiers
-            if tier not in tiers:
-                known = ", ".join([STANDARD, *tiers])
-                raise UsageError(f"price table {self.version} has no {tier!r} tier for {model_slug!r} (known: {known})")
-            factor = tiers[tier]
-        long, rule = None, entry.long_context
-        if rule is not None:  # a tier's factor applies above the threshold too
-            above = _times(rule.rates(entry), factor)
-            long = LongContextRates.model_validate({"above_input_tokens": rule.above_input_tokens, **above})
-        base = _times({kind: getattr(entry, kind) for kind in RATE_KINDS}, factor)
-        return Prices.model_validate({**base, "long_context": long})
+        return entry
 
     def has(self, model_slug: str) -> bool:
         """True when ``price`` would find the model."""
@@ -213,6 +233,16 @@ class PriceTable:
 
     def _aliases(self) -> dict[str, PriceEntry]:
         return {alias: entry for entry in self.entries.values() for alias in entry.aliases}
+
+
+def _priced(entry: PriceEntry, factor: float) -> Prices:
+    """An entry's rates times a tier's factor; the factor applies above a long-context threshold too."""
+    long, rule = None, entry.long_context
+    if rule is not None:
+        above = _times(rule.rates(entry), factor)
+        long = LongContextRates.model_validate({"above_input_tokens": rule.above_input_tokens, **above})
+    base = _times({kind: getattr(entry, kind) for kind in RATE_KINDS}, factor)
+    return Prices.model_validate({**base, "long_context": long})
 
 
 def load_price_table(path: str | Path = DEFAULT_PRICE_TABLE) -> PriceTable:
@@ -274,16 +304,22 @@ def cost_usd(tokens: TokenCounts, prices: Rates) -> float:
     return round(_usd(tokens, prices), 9)
 
 
-def call_cost_usd(usage: TokenCounts, prices: Prices) -> float:
+def call_cost_usd(usage: TokenCounts, prices: Prices, tier: str | None = None) -> float:
     """Dollar cost of ONE model call: at the long-context rates when its prompt is above its model's
-    threshold (the provider bills the whole call at them), else at the base rates."""
+    threshold (the provider bills the whole call at them), else at the base rates; at the ``tier`` the
+    provider said it served the call at when ``prices`` know it, else at the tier asked for
+    (``Prices.at_tier``)."""
+    prices = prices.at_tier(tier)
     lc = prices.long_context
     if lc is not None and prompt_tokens(usage) > lc.above_input_tokens:
         return round(_usd(usage, lc), 9)
     return round(_usd(usage, prices), 9)
 
 
-def calls_cost_usd(calls: Iterable[TokenCounts], prices: Prices) -> float:
-    """Dollar cost of a trial from the usage of each of its calls (the threshold is per request).
+def calls_cost_usd(calls: Iterable[TokenCounts], prices: Prices, tiers: Iterable[str | None] = ()) -> float:
+    """Dollar cost of a trial from the usage of each of its calls (the threshold is per request), each
+    at the tier its provider said served it (``tiers``, by position; a call without one, as asked).
     A float even for no calls (0.0), as ``cost_usd`` gives: a record writes ``0.0``, never ``0``."""
-    return round(sum((call_cost_usd(usage, prices) for usage in calls), 0.0), 9)
+    served = itertools.chain(tiers, itertools.repeat(None))
+    costs = (call_cost_usd(usage, prices, tier) for usage, tier in zip(calls, served, strict=False))
+    return round(sum(costs, 0.0), 9)

@@ -188,7 +188,12 @@ def _tool_input(arguments: dict[str, Any] | str) -> dict[str, Any]:
 
 
 def render_message(
-    model: str, output: ModelOutput, thinking: str | None, key: bytes, prompt: PromptBill
+    model: str,
+    output: ModelOutput,
+    thinking: str | None,
+    key: bytes,
+    prompt: PromptBill,
+    service_tier: str = "standard",
 ) -> dict[str, Any]:
     """One Messages API reply for ``output``.
 
@@ -196,6 +201,9 @@ def render_message(
         thinking: The turn's thinking text (None when thinking is off).
         prompt: The request's prompt tokens as the prompt cache billed them (``standin_cache``):
             Anthropic caches only at marked breakpoints.
+        service_tier: What ``usage.service_tier`` says: ``standard``, as Anthropic's does for an
+            account without priority capacity (the stand-in has none); a Message Batches result
+            says ``batch``.
     """
     content: list[dict[str, Any]] = []
     if thinking is not None:
@@ -215,6 +223,7 @@ def render_message(
             "ephemeral_1h_input_tokens": prompt.cache_write_1h,
         },
         "output_tokens": output.usage.output + (len(thinking) // 4 if thinking else 0),  # thinking is inside
+        "service_tier": service_tier,
     }
     return {
         "id": "msg_standin",

@@ -22,6 +22,27 @@ class ServerFault(Rejected):
     """A request an OpenAI-compatible server fails with HTTP 500 rather than a 400 (its own bug)."""
 
 
+SERVED_TIER_KEY = "standin_served_tier"
+"""A request's ``metadata`` key naming the tier the stand-in says it served (``served_tier``)."""
+
+
+def served_tier(body: dict[str, Any]) -> str:
+    """The ``service_tier`` an OpenAI reply names, on Chat Completions and the Responses API alike.
+
+    As OpenAI answers: a request's ``flex`` or ``priority`` echoed, anything else served at
+    ``default`` (its name for the standard tier). ``metadata.standin_served_tier`` (sent through
+    litellm's ``extra_body``; OpenAI keeps metadata and serves by it nothing) names another tier, as
+    OpenAI does when it serves another than asked (priority past its ramp rate is served at default),
+    so a test can check that the served tier, not the asked one, prices the call.
+    """
+    metadata = body.get("metadata")
+    forced = metadata.get(SERVED_TIER_KEY) if isinstance(metadata, dict) else None
+    if isinstance(forced, str) and forced:
+        return forced
+    asked = body.get("service_tier")
+    return asked if asked in ("flex", "priority") else "default"
+
+
 def error_body(kind: str, message: str) -> dict[str, Any]:
     """OpenAI's error shape."""
     return {"error": {"message": message, "type": kind, "code": kind}}
@@ -110,10 +131,16 @@ def wire_calls(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
 
 
 def render_completion(
-    model: str, text: str, calls: list[dict[str, Any]], usage: Usage, reasoning: str | None = None
+    model: str,
+    text: str,
+    calls: list[dict[str, Any]],
+    usage: Usage,
+    reasoning: str | None = None,
+    service_tier: str | None = None,
 ) -> dict[str, Any]:
     """A chat completion; ``reasoning`` adds ``reasoning_content`` and counts its tokens as
-    OpenAI does (inside ``completion_tokens``, again in ``reasoning_tokens``)."""
+    OpenAI does (inside ``completion_tokens``, again in ``reasoning_tokens``). ``service_tier``
+    (``served_tier`` of the request) is the tier the reply says it served; None leaves it out."""
     prompt = usage.input + usage.cache_read
     message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if reasoning is not None:
@@ -122,7 +149,9 @@ def render_completion(
         message["tool_calls"] = calls
     spent = len(reasoning) // CHARS_PER_TOKEN if reasoning else 0
     completion = usage.output + spent
+    served = {"service_tier": service_tier} if service_tier is not None else {}
     return {
+        **served,
         "id": "chatcmpl-standin",
         "object": "chat.completion",
         "created": 0,

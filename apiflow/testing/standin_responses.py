@@ -21,7 +21,7 @@ from typing import Any
 
 from apiflow.models.base import ModelOutput
 from apiflow.testing.standin_anthropic import Rejected, sign
-from apiflow.testing.standin_openai import CHARS_PER_TOKEN
+from apiflow.testing.standin_openai import CHARS_PER_TOKEN, served_tier
 
 _PREFIX = "gAAAAA"  # what the live API's encrypted reasoning looks like (REFERENCE §1)
 ENCRYPTED = "reasoning.encrypted_content"
@@ -181,7 +181,8 @@ def render_response(
     """One Responses API reply: a reasoning item (when reasoning), function calls, the message.
 
     The reasoning item carries its summary only when ``reasoning.summary`` asks for one, and its
-    encrypted content only when ``include`` does, as the API returns them.
+    encrypted content only when ``include`` does, as the API returns them; ``service_tier`` names
+    the tier served (``standin_openai.served_tier``).
     """
     items: list[dict[str, Any]] = []
     if reasoning is not None:
@@ -215,6 +216,7 @@ def render_response(
         "tool_choice": "auto",
         "tools": [],
         "store": body.get("store") is not False,
+        "service_tier": served_tier(body),
         "usage": {
             "input_tokens": usage.input + usage.cache_read,
             "input_tokens_details": {"cached_tokens": usage.cache_read},

@@ -16,7 +16,7 @@ from apiflow.agent.prompts import initial_messages
 from apiflow.bank import DEFAULT_BANK, Bank, load_bank
 from apiflow.models import make_model
 from apiflow.models.base import GenerateConfig, ModelOutput, ToolCall, Usage
-from apiflow.models.litellm_client import parse_arguments
+from apiflow.models.chat_messages import parse_arguments
 from apiflow.results.record import Termination, TrialRecord
 from apiflow.runner import play_trial_sync
 from apiflow.tools.limits import ARGUMENT_CHARS

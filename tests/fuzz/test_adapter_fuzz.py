@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from apiflow.agent.intake import TRANSCRIPT_CHARS, InputLog, TurnIntake
 from apiflow.models.base import ModelOutput
-from apiflow.models.litellm_client import output_from_response
+from apiflow.models.chat_messages import output_from_response
 
 from .strategies import HOSTILE_TEXT, fuzz_settings, json_values, odd_text
 

@@ -12,13 +12,9 @@ from typing import Any
 import pytest
 
 from apiflow.models.base import ContextWindowExceeded, GenerateConfig, ProviderError, Usage
-from apiflow.models.litellm_client import (
-    LiteLLMClient,
-    LiteLLMProviderError,
-    configure_litellm,
-    parse_arguments,
-    to_openai_messages,
-)
+from apiflow.models.chat_messages import parse_arguments, to_openai_messages
+from apiflow.models.faults import LiteLLMProviderError
+from apiflow.models.litellm_client import LiteLLMClient, configure_litellm
 
 
 class StandIn:
@@ -216,7 +212,7 @@ def test_anthropic_style_usage_splits_cache_reads_and_writes() -> None:
     configure_litellm()
     import litellm
 
-    from apiflow.models.litellm_client import usage_from_response
+    from apiflow.models.provider_fields import usage_from_response
 
     usage = litellm.Usage(
         prompt_tokens=26 + 85_791 + 5_492,

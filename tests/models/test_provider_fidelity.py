@@ -21,14 +21,9 @@ from apiflow.agent import TrialSpec
 from apiflow.agent.prompts import initial_messages
 from apiflow.bank import DEFAULT_BANK, load_bank
 from apiflow.models import litellm_client
-from apiflow.models.litellm_client import (
-    LiteLLMClient,
-    ReplayState,
-    configure_litellm,
-    empty_text_for,
-    to_openai_messages,
-    usage_from_response,
-)
+from apiflow.models.chat_messages import to_openai_messages
+from apiflow.models.litellm_client import LiteLLMClient, configure_litellm, empty_text_for
+from apiflow.models.provider_fields import ReplayState, usage_from_response
 from apiflow.results.prices import cost_usd, load_price_table
 from apiflow.results.record import Termination, TrialRecord
 from apiflow.runner import play_trial_sync

@@ -11,7 +11,8 @@ import pytest
 
 from apiflow.agent.prompts import initial_messages
 from apiflow.bank import DEFAULT_BANK, load_bank
-from apiflow.models.litellm_client import _litellm, configure_litellm, to_openai_messages
+from apiflow.models.chat_messages import to_openai_messages
+from apiflow.models.litellm_client import _litellm, configure_litellm
 from apiflow.models.retry import retry_after_s, status_of
 from apiflow.testing.standin_server import StandinConfig, StandinServer
 

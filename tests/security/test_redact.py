@@ -112,10 +112,11 @@ def test_a_worlds_mock_tokens_stay_in_the_transcript_byte_for_byte(monkeypatch):
 
 
 def test_the_adapter_boundary_redacts_provider_and_harness_faults(keyed_env, monkeypatch):
+    import apiflow.models.faults as faults
     import apiflow.models.litellm_client as adapter
 
     client = adapter.LiteLLMClient("openai/stand-in", {"api_base": "http://127.0.0.1:9/v1", "api_key": PLAIN})
-    openai_error = adapter._provider_faults()
+    openai_error = faults.provider_faults()
 
     async def provider_fault(attempt, log):
         log.append({"attempt": 1, "error": "APIError", "status": 500})
@@ -125,14 +126,14 @@ def test_the_adapter_boundary_redacts_provider_and_harness_faults(keyed_env, mon
         raise ValueError(f"could not parse response for key {PLAIN}")
 
     client.retry = provider_fault
-    with pytest.raises(adapter.LiteLLMProviderError) as info:
+    with pytest.raises(faults.LiteLLMProviderError) as info:
         asyncio.run(client.generate([{"role": "user", "content": "hi"}], [], GenerateConfig()))
     assert KEY not in str(info.value) and PLAIN not in str(info.value) and REDACTED in str(info.value)
     assert info.value.__cause__ is None and info.value.__suppress_context__  # the raw original stays out of logs
     assert info.value.retries == ({"attempt": 1, "error": "APIError", "status": 500},)
 
     client.retry = harness_bug
-    with pytest.raises(adapter.LiteLLMHarnessFault) as fault:
+    with pytest.raises(faults.LiteLLMHarnessFault) as fault:
         asyncio.run(client.generate([{"role": "user", "content": "hi"}], [], GenerateConfig()))
     assert str(fault.value).startswith("ValueError: could not parse") and PLAIN not in str(fault.value)
     notes = "\n".join(fault.value.__notes__)

@@ -134,10 +134,10 @@ def test_the_scan_finds_the_keys_when_redaction_is_removed(fake_keys, tmp_path, 
     Both points are turned off: the adapter's exception boundary and the loop's
     ``harness_error_text``, which redacts every model's error text again."""
     import apiflow.agent.loop as loop
-    import apiflow.models.litellm_client as adapter
+    import apiflow.models.faults as faults  # the adapter's exception boundary
     from cluster.worker import TrialRunner
 
-    monkeypatch.setattr(adapter, "redact", lambda text, extra=(): text)
+    monkeypatch.setattr(faults, "redact", lambda text, extra=(): text)
     monkeypatch.setattr(loop, "redact", lambda text, extra=(): text)
     from cluster.driver import absolute_paths
     from cluster.plan import plan_grid
