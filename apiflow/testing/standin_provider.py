@@ -5,6 +5,9 @@ offline model for the conversation's task and replays the conversation (stateles
 concurrent trials of one task get consistent answers), and plays the faults providers have
 (RPM/TPM limits as 429 + ``Retry-After``, 5xx, hung requests, malformed tool-call JSON, empty
 replies). The HTTP transport that serves it is ``apiflow.testing.standin_server``.
+
+The batch tiers (OpenAI's Batch API, Anthropic's Message Batches: ``apiflow.testing.standin_batches``)
+answer each request with the same code (``answer``), billed on the ``batch`` tier of the stats.
 """
 
 from __future__ import annotations
@@ -28,11 +31,13 @@ from apiflow.testing import standin_anthropic as anthropic_wire
 from apiflow.testing import standin_openai as openai_wire
 from apiflow.testing import standin_responses as responses_wire
 from apiflow.testing.standin_anthropic import Rejected
+from apiflow.testing.standin_batch_book import BatchBook
 from apiflow.testing.standin_cache import PromptBill, PromptCache, is_marked, prompt_blocks
 from apiflow.testing.standin_openai import CHARS_PER_TOKEN, ServerFault
 from apiflow.testing.standin_openai import error_body as _error
 
 Wire = Literal["openai", "anthropic", "responses"]
+Tier = Literal["sync", "batch"]
 
 STORED_ITEMS = 65536
 """Responses reasoning item ids the stand-in keeps for ``store`` on (bounded: it is a test server)."""
@@ -66,6 +71,16 @@ class StandinConfig:
             offline model names.
         require_content: The OpenAI wire fails a message without a ``content`` key with HTTP 500,
             as llama-cpp-python's server does (OpenAI accepts one; ``standin_openai.check_request``).
+        batch_latency_s: Seconds (wall, ``time.monotonic``) from a batch's creation until it ends,
+            on both batch APIs; its requests are done one after another across that span (request
+            ``i`` of ``n`` at ``(i + 1) / n`` of it), so a cancel or an expiry in between keeps the
+            ones done.
+        batch_expire_s: Seconds after which a batch that has not ended expires: the requests done by
+            then are kept, the rest are reported expired (the providers' 24 hours by default).
+        p_batch_fail: Probability per batch request of a per-request error (OpenAI: a 500 in the
+            error file; Anthropic: an ``errored`` result with ``api_error``). Rolled on dice seeded by
+            ``seed``, the ``custom_id`` and how many times that ``custom_id`` was run before, so a
+            batch plays the same way every time and a resubmitted request gets a fresh roll.
     """
 
     bank: str = str(DEFAULT_BANK)
@@ -86,6 +101,26 @@ class StandinConfig:
     reasoning: bool = False
     plays: tuple[tuple[str, str], ...] = ()
     require_content: bool = False
+    batch_latency_s: float = 0.0
+    batch_expire_s: float = 86400.0
+    p_batch_fail: float = 0.0
+
+
+@dataclass
+class TierStats:
+    """What one price tier answered and would bill (``StandinStats.sync`` / ``.batch``)."""
+
+    requests: int = 0
+    """Requests the answer code ran for (sync: past the limits and fault dice; batch: each request of
+    a batch that was processed, injected failures included; expired and cancelled ones are not)."""
+    answered: int = 0
+    """Of them, those answered 200: the billed ones."""
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cache_write_1h: int = 0
+    reasoning: int = 0
 
 
 @dataclass
@@ -124,6 +159,14 @@ class StandinStats:
     """When each 429 was sent (the share of 429s over time: bench/bench_ratelimit.py)."""
     in_flight_at: list[int] = field(default_factory=list)
     """Requests open at each answer (beside ``answered_at``): what a client side held, over time."""
+    sync: TierStats = field(default_factory=TierStats)
+    """What the synchronous endpoints (chat completions, Messages, Responses) answered and billed;
+    ``billed_*`` above is both tiers together, ``answered`` / ``rejected`` / ``server_errors`` count
+    the synchronous tier only."""
+    batch: TierStats = field(default_factory=TierStats)
+    """Requests run inside batches (either provider's batch API), billed at the batch price."""
+    paid_twice: int = 0
+    """``custom_id``s (per provider) answered 200 in more than one batch: money paid twice."""
 
 
 class _Hang(float):
@@ -182,6 +225,8 @@ class StandinProvider:
         self.stored_reasoning: dict[str, None] = {}
         """Ids of the Responses reasoning items answered with ``store`` on (the API keeps them; the
         oldest go past ``STORED_ITEMS``)."""
+        self.batches = BatchBook(self)
+        """Files and batches of both batch APIs, in memory (``standin_batch_book``)."""
 
     def _roll(self) -> float:
         with self.lock:
@@ -282,8 +327,19 @@ class StandinProvider:
     def _after(
         self, body: dict[str, Any], auth: str, wire: Wire
     ) -> tuple[int, dict[str, str], dict[str, Any] | str | None]:
+        return self.answer(body, wire, "sync", auth)
+
+    def answer(
+        self, body: dict[str, Any], wire: Wire, tier: Tier = "sync", auth: str = ""
+    ) -> tuple[int, dict[str, str], dict[str, Any]]:
+        """What the wire's endpoint answers ``body`` (no limits, latency or fault dice before it):
+        ``(status, headers, json body)``, a 200 billed on ``tier`` (a batch request is answered by
+        this same code, so its answer is the synchronous one)."""
         c = self.config
         error = anthropic_wire.error_body if wire == "anthropic" else _error
+        sync = tier == "sync"
+        with self.lock:
+            getattr(self.stats, tier).requests += 1
         echo = f" (request credentials: {auth})" if c.echo_auth and auth else ""
         messages = body.get("messages") or []
         try:
@@ -298,10 +354,12 @@ class StandinProvider:
                 openai_wire.check_request(messages, c.reasoning, c.require_content)
                 conversation = openai_wire.to_schema_messages(messages)
         except ServerFault as exc:
-            self._count("server_errors")
+            if sync:
+                self._count("server_errors")
             return 500, {}, error("internal_server_error", str(exc))
         except Rejected as exc:
-            self._count("rejected")
+            if sync:
+                self._count("rejected")
             return getattr(exc, "status", 400), {}, error("invalid_request_error", str(exc))
         try:
             output = self._play(body["model"], conversation, body.get("tools") or [])
@@ -315,7 +373,7 @@ class StandinProvider:
                 self.stats.cache_marks.append(sum(map(is_marked, prompt_blocks(body))))
             completion = self._messages_reply(body["model"], output, thinking, prompt)
             billed = completion["usage"]
-            self._bill(billed["input_tokens"], output.usage.output, billed["cache_read_input_tokens"],
+            self._bill(tier, billed["input_tokens"], output.usage.output, billed["cache_read_input_tokens"],
                        billed["cache_creation_input_tokens"], billed["output_tokens"] - output.usage.output,
                        billed["cache_creation"]["ephemeral_1h_input_tokens"])  # fmt: skip
         elif wire == "responses":
@@ -325,15 +383,16 @@ class StandinProvider:
             with self.lock:
                 self.stats.cache_keys.append(str(body.get("prompt_cache_key", "")))
             spent = completion["usage"]["output_tokens_details"]["reasoning_tokens"]
-            self._bill(output.usage.input, output.usage.output, output.usage.cache_read, 0, spent)
+            self._bill(tier, output.usage.input, output.usage.output, output.usage.cache_read, 0, spent)
         else:
             reasoning = _thinking(output, turn) if c.reasoning else None
             with self.lock:
                 self.stats.cache_keys.append(str(body.get("prompt_cache_key", "")))
-            completion = self._completion(body["model"], output, reasoning)
+            completion = self._completion(body["model"], output, reasoning, openai_wire.served_tier(body))
             spent = completion["usage"]["completion_tokens_details"]["reasoning_tokens"]
-            self._bill(output.usage.input, output.usage.output, output.usage.cache_read, 0, spent)
-        self._count("answered")
+            self._bill(tier, output.usage.input, output.usage.output, output.usage.cache_read, 0, spent)
+        if sync:
+            self._count("answered")
         return 200, {}, completion
 
     def _messages_reply(
@@ -356,9 +415,24 @@ class StandinProvider:
                 del self.stored_reasoning[next(iter(self.stored_reasoning))]
 
     def _bill(
-        self, input: int, output: int, cache_read: int, cache_write: int, reasoning: int, cache_write_1h: int = 0
+        self,
+        tier: Tier,
+        input: int,
+        output: int,
+        cache_read: int,
+        cache_write: int,
+        reasoning: int,
+        cache_write_1h: int = 0,
     ) -> None:
         with self.lock:
+            kinds = getattr(self.stats, tier)
+            kinds.answered += 1
+            kinds.input += input
+            kinds.output += output
+            kinds.cache_read += cache_read
+            kinds.cache_write += cache_write
+            kinds.cache_write_1h += cache_write_1h
+            kinds.reasoning += reasoning
             self.stats.billed_input += input
             self.stats.billed_output += output
             self.stats.billed_cache_read += cache_read
@@ -385,7 +459,9 @@ class StandinProvider:
 
         return _drive(replay)
 
-    def _completion(self, model: str, output: ModelOutput, reasoning: str | None = None) -> dict[str, Any]:
+    def _completion(
+        self, model: str, output: ModelOutput, reasoning: str | None = None, service_tier: str | None = None
+    ) -> dict[str, Any]:
         c = self.config
         calls = openai_wire.wire_calls(output.tool_calls)
         text = output.text
@@ -395,7 +471,7 @@ class StandinProvider:
         if c.p_empty and self._roll() < c.p_empty:
             self._count("empty")
             calls, text = [], ""
-        return openai_wire.render_completion(model, text, calls, output.usage, reasoning)
+        return openai_wire.render_completion(model, text, calls, output.usage, reasoning, service_tier)
 
 
 def _drive(make: Callable[[], Coroutine[Any, Any, ModelOutput]]) -> ModelOutput:

@@ -17,6 +17,10 @@ wires refuse, with a 400 in the real error shape, what live APIs refuse: orphan 
 unanswered tool calls, empty content, and a tool loop whose assistant turn lost its thinking
 block / signature / ``reasoning_content`` (docs/design/046-provider-fidelity.md).
 
+Both providers' batch APIs are served too (``apiflow.testing.standin_batches``): OpenAI's Files +
+Batch API (``/v1/files``, ``/v1/batches``) and Anthropic's Message Batches (``/v1/messages/batches``),
+each request answered by the synchronous code and billed on the stats' ``batch`` tier.
+
 This module is the HTTP side (one asyncio loop, keep-alive connections, the CLI); what a request is
 answered with lives in ``apiflow.testing.standin_provider``.
 
@@ -34,6 +38,7 @@ from dataclasses import asdict
 from http import HTTPStatus
 from typing import Any
 
+from apiflow.testing.standin_batches import route as batch_route
 from apiflow.testing.standin_openai import error_body as _error
 from apiflow.testing.standin_provider import StandinConfig, StandinProvider, Wire
 
@@ -43,10 +48,16 @@ LISTEN_BACKLOG = 4096
 a few turns into seconds-long connect retries)."""
 
 
-def _frame(status: int, headers: dict[str, str], body: dict[str, Any] | str) -> bytes:
-    data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-    head = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}", "content-type: application/json",
-            f"content-length: {len(data)}", *(f"{key}: {value}" for key, value in headers.items())]  # fmt: skip
+def _frame(status: int, headers: dict[str, str], body: dict[str, Any] | str | bytes) -> bytes:
+    """One response: a dict as JSON, a str or bytes as they are (``headers`` may set the content type)."""
+    if isinstance(body, bytes):
+        data = body
+    else:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    kind = headers.get("content-type", "application/json")
+    head = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}", f"content-type: {kind}",
+            f"content-length: {len(data)}",
+            *(f"{key}: {value}" for key, value in headers.items() if key != "content-type")]  # fmt: skip
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data
 
 
@@ -78,8 +89,12 @@ class _Connection:
     async def _answer(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> bytes | None:
         provider = self.provider
         path = target.split("?", 1)[0].rstrip("/")
+        batch = batch_route(provider.batches, method, target, headers, raw)
+        if batch is not None:
+            return _frame(*batch)
         if method == "GET":
             if path.endswith("/stats"):  # answer times: GET /stats/times (they are many)
+                provider.batches.settle_all()  # what is due in the batches is done (and billed) by now
                 series: dict[str, list[Any]] = {"answered_at": [], "in_flight_at": [], "limited_at": []}
                 return _frame(200, {}, asdict(provider.stats) | series)
             if path.endswith("/stats/times"):
@@ -220,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, kind in (("bank", str), ("latency-s", float), ("rpm", float), ("tpm", float), ("burst-s", float),
                        ("p-429", float), ("p-500", float), ("p-timeout", float), ("timeout-s", float),
                        ("p-malformed", float), ("p-empty", float), ("seed", int), ("p-garbage", float),
-                       ("retry-after-s", float)):  # fmt: skip
+                       ("retry-after-s", float), ("batch-latency-s", float), ("batch-expire-s", float),
+                       ("p-batch-fail", float)):  # fmt: skip
         parser.add_argument(f"--{name}", type=kind)
     parser.add_argument("--reasoning", action="store_true", default=None,
                         help="OpenAI wire: reply with reasoning_content and demand it back in tool loops")  # fmt: skip
