@@ -40,6 +40,11 @@ class GridModel(BaseModel):
         max_tokens: Output cap per call (part of the trial id; also the worst case the budget reserves).
         extra: Further generation arguments (``reasoning_effort``, ``top_p``...); part of the trial id.
         provider: Rate-limit key (default: the litellm route prefix; offline models have none).
+        tier: The provider tier the model's calls go to: ``standard``; ``batch`` (its turns gathered
+            into provider batches, ``apiflow.models.turn_batcher``; ``openai/`` chat and ``anthropic/``
+            routes); ``flex`` or ``priority`` (OpenAI's ``service_tier``). Like ``params``, a transport
+            setting: it changes the price and the wait, not the trial id.
+        batching: How the batch tier gathers turns (size, wait, poll, deadline).
     """
 
     model_config = _FROZEN
@@ -51,6 +56,8 @@ class GridModel(BaseModel):
     max_tokens: int | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
     provider: str = ""
+    tier: Literal["standard", "batch", "flex", "priority"] = "standard"
+    batching: BatchTier = Field(default_factory=lambda: BatchTier())
 
     @model_validator(mode="after")
     def _defaults(self, info: ValidationInfo) -> GridModel:
@@ -63,6 +70,7 @@ class GridModel(BaseModel):
                 raise ValueError(str(exc)) from None
         try:
             _check_transport(self.model, self.params)
+            _check_tier(self.model, self.tier, self.params)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
         credentials = credential_keys(self.extra)
@@ -92,6 +100,32 @@ def _check_transport(model: str, params: dict[str, Any]) -> None:
     cache_ttl(params)
     if not isinstance(params.get("prompt_caching", True), bool):
         raise UsageError(f"params.prompt_caching must be true or false, got {params['prompt_caching']!r}")
+
+
+def _check_tier(model: str, tier: str, params: dict[str, Any]) -> None:
+    if tier == "standard":
+        return
+    batchable = model.startswith("anthropic/") or (
+        model.startswith("openai/") and not model.startswith("openai/responses/") and params.get("api") != "responses"
+    )
+    if tier == "batch" and not batchable:
+        raise UsageError(f"tier batch needs an openai/ (chat) or anthropic/ model, got {model!r}")
+    if tier in ("flex", "priority") and not model.startswith("openai/"):
+        raise UsageError(f"tier {tier} is OpenAI's service_tier: it needs an openai/ model, got {model!r}")
+    if params.get("service_tier") not in (None, tier):
+        raise UsageError(f"tier {tier} and params.service_tier {params['service_tier']!r} disagree")
+
+
+class BatchTier(BaseModel):
+    """How a ``tier: batch`` model's turns are gathered (``apiflow.models.turn_batcher.BatchSettings``)."""
+
+    model_config = _FROZEN
+
+    size: int = Field(default=256, ge=1)
+    wait_s: float = Field(default=30.0, gt=0)
+    poll_s: float = Field(default=30.0, gt=0)
+    deadline_s: float = Field(default=3600.0, gt=0)
+    resubmits: int = Field(default=1, ge=0)
 
 
 class Sample(BaseModel):
@@ -277,7 +311,9 @@ class GridSpec(BaseModel):
         """The fields that decide which trials exist and what they produce."""
         return {
             "bank_hash": self.bank_hash,
-            "models": [m.model_dump(mode="json", exclude={"provider", "params"}) for m in self.models],
+            "models": [
+                m.model_dump(mode="json", exclude={"provider", "params", "tier", "batching"}) for m in self.models
+            ],
             "tasks": self.tasks.identity(),
             "epochs": self.epochs,
             "seed": self.base_seed,

@@ -25,12 +25,14 @@ from apiflow.models.caching import limit_counts_cache_reads
 from apiflow.models.plugins import FREE, BrokenModel
 from apiflow.models.registry import price_source
 from apiflow.models.retry import RetryPolicy, retry_hook
+from apiflow.results.batch_journal import BatchJournal
 from apiflow.results.canary_key import FOLDER, folder_key
 from apiflow.results.prices import STANDARD, Prices, PriceTable, load_price_table
 from apiflow.results.record import TrialRecord
 from apiflow.results.rows import record_to_row
 from apiflow.results.store import ResultStore
 from apiflow.runner import play_trial
+from cluster.batching import BatchTiers
 from cluster.budget import BudgetedModel
 from cluster.plan import PlannedTrial, trial_limits
 from cluster.ratelimit import ActorCallGate
@@ -55,8 +57,11 @@ class TrialOutcome:
 
 
 def service_tier(model: GridModel) -> str:
-    """The tier a model's calls are served (and priced) at: its ``params.service_tier`` (OpenAI's
-    ``flex``/``priority``, passed on to the provider), else standard."""
+    """The tier a model's calls are asked (and priced) at: its ``tier`` (``batch``; OpenAI's ``flex``
+    / ``priority``, passed on as ``service_tier``), else its ``params.service_tier``, else standard.
+    A call the provider served at another tier is priced at that one (``ModelOutput.tier``)."""
+    if model.tier != STANDARD:
+        return model.tier
     tier = str(model.params.get("service_tier") or STANDARD)
     return STANDARD if tier in ("default", "auto") else tier  # OpenAI's names for the standard tier
 
@@ -131,10 +136,13 @@ class TrialRunner:
         # The output's secret canary key: the driver made it before starting us (made here when a
         # runner plays a grid alone); it comes from the store, never through Ray.
         self.canary_key = folder_key(self.store.objects) if spec.canary_key == FOLDER else None
+        self.batching = BatchTiers(spec, BatchJournal(self.store.objects))
 
     def _model(self, grid_model: GridModel, index: int, planned: PlannedTrial) -> Any:
         task = self.bank.task(planned.task_id)
         params = grid_model.params
+        if grid_model.tier in ("flex", "priority"):
+            params = {**params, "service_tier": grid_model.tier}
         try:
             model = make_model(
                 grid_model.model, task, trial_seed(planned.seed, task.id, planned.epoch), params
@@ -145,12 +153,14 @@ class TrialRunner:
             return BrokenModel(grid_model.model, f"cannot build {grid_model.model} on this worker: {exc}")
         if uses_litellm(grid_model.model):  # plug-ins and external agents bring their own transport
             gate = self.gates.get(grid_model.provider)
-            call_gate = (
+            call_gate = (  # the batch tier's turns are not the synchronous requests the gate limits
                 ActorCallGate(gate, counts_cache_reads=limit_counts_cache_reads(grid_model.model))
-                if gate is not None
+                if gate is not None and grid_model.tier != "batch"
                 else None
             )
             model.retry = retry_hook(self.policy, call_gate)  # type: ignore[attr-defined]
+            if grid_model.tier == "batch":
+                model.batch = self.batching.wire(index, planned.trial_id)  # type: ignore[attr-defined]
         if self.ledger is not None:
             model = BudgetedModel(model, self.ledger, self.model_prices[index], planned.trial_id)
         return model

@@ -32,6 +32,7 @@ from typing import Any
 
 from apiflow.errors import UsageError
 from apiflow.models.base import ContextWindowExceeded, GenerateConfig, ModelOutput
+from apiflow.models.batch_transport import BATCH
 from apiflow.models.caching import cache_ttl, marks_breakpoints, prompt_cache_key, with_breakpoints
 from apiflow.models.chat_messages import output_from_response, to_openai_messages
 from apiflow.models.faults import fault_text, harness_fault, provider_error, provider_faults
@@ -162,6 +163,9 @@ class LiteLLMClient:
         prompt): OpenAI caches on its own, and the key routes requests sharing a prefix together."""
         self._keyed: tuple[Any, str] | None = None  # (the opening user message, its key)
         self.retry: RetryHook = retry or single_attempt
+        self.batch: Any = None
+        """The trial's wire to the batch tier (``cluster.batching.BatchWire``: a ``transport`` and the
+        litellm ``client`` over it), set by a worker for a ``tier: batch`` model; None: synchronous."""
         self.secrets = frozenset(secrets_in(self.params))
         """Credential values of ``params`` (``api_key``, auth headers), redacted with the environment's."""
         self.replay = replay
@@ -223,6 +227,9 @@ class LiteLLMClient:
             kwargs["tools"] = tools
         if config.max_tokens is not None:
             kwargs["max_tokens"] = config.max_tokens
+        if self.batch is not None:  # litellm builds and parses as ever; only the wire is a batch
+            kwargs["client"] = self.batch.client
+            self.batch.transport.turn = held
         retry_log: list[dict[str, Any]] = []
         try:
             response = await self.retry(lambda: litellm.acompletion(**kwargs), retry_log)
@@ -238,6 +245,8 @@ class LiteLLMClient:
         self.turns.append(None if state.empty else state)
         if retry_log:
             output = dataclasses.replace(output, retries=tuple(retry_log))
+        if self.batch is not None and self.batch.transport.last_tier == BATCH:
+            output = dataclasses.replace(output, tier=BATCH)  # priced at the batch tier
         return output
 
 

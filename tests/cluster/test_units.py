@@ -239,3 +239,25 @@ def test_a_run_that_counted_everything_but_reads_back_less_is_not_complete():
     lines = summary.lines()
     assert lines[0].startswith("grid grid: 7/10 trials stored")
     assert any(line.startswith("SHORTFALL: the store holds 7 of 10") for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("model", "named"),
+    [
+        ("{model: openai/gpt-5-mini, tier: batch, params: {api: responses}}", "tier batch needs"),
+        ("{model: fireworks_ai/accounts/fireworks/models/kimi-k2p6, tier: batch}", "tier batch needs"),
+        ("{model: anthropic/claude-sonnet-4-6, tier: flex}", "it needs an openai/ model"),
+        ("{model: openai/gpt-5-mini, tier: flex, params: {service_tier: priority}}", "disagree"),
+    ],
+)
+def test_a_tier_the_route_cannot_serve_is_refused_when_the_grid_loads(tmp_path, model, named):
+    bad = tmp_path / "g.yaml"
+    bad.write_text(f"models: [{model}]\n")
+    with pytest.raises(UsageError, match=named):
+        load_grid(bad)
+
+
+def test_the_tier_is_not_part_of_the_trial_id(bank):
+    spec = spec_of(models=[{"model": "anthropic/claude-sonnet-4-6"}])
+    batched = spec_of(models=[{"model": "anthropic/claude-sonnet-4-6", "tier": "batch", "batching": {"size": 8}}])
+    assert [t.trial_id for t in plan_grid(batched, bank)] == [t.trial_id for t in plan_grid(spec, bank)]
