@@ -111,8 +111,9 @@ class ApiflowBlock(BaseModel):
     provider_cost_usd: float | None = None
     retries: list[dict[str, Any]] = Field(default_factory=list)
     served: list[list[str]] = Field(default_factory=list)
-    """Per provider call, what the provider said served it: ``[model, fingerprint, request id]``
-    (omitted when no call had a provider: offline models' records are unchanged)."""
+    """Per provider call, what the provider said served it: ``[model, fingerprint, request id]``, then
+    the tier it served the call at when it named one (the tier the call is priced at); omitted when no
+    call had a provider: offline models' records are unchanged."""
     harness_error: str | None = None
     agent_error: str | None = None
     """Why the agent's own code ended the trial (a plug-in raised, an external agent left): the trial is

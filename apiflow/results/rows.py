@@ -258,7 +258,7 @@ def served_text(served: list[list[str]]) -> str | None:
     Per trial, not per call: the report compares the trials of a cell, and a request id is per call.
     """
     values: set[str] = set()
-    for entry in served:  # ``[model, fingerprint, request id]``; a short entry from an old file is padded
+    for entry in served:  # ``[model, fingerprint, request id, tier?]``; a short entry from an old file is padded
         model, fingerprint = [*entry, "", ""][:2]
         values.add(f"{model}@{fingerprint}" if fingerprint else model)
     values.discard("")
