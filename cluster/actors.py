@@ -142,5 +142,6 @@ class TrialWorker:
             "gc_count": list(self.gc.count),
             "gc_longest_s": self.gc.longest_s,
             "thread_cpu_s": thread_cpu_s(threading.get_native_id()),  # stats runs on the loop
+            "batch_tier": self.runner.batching.stats(),  # batches, turns answered, re-read, missed
             **(self.runner.replay.stats() if self.runner.replay is not None else {}),
         }

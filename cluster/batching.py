@@ -39,7 +39,7 @@ class BatchTiers:
     def batcher(self, index: int) -> TurnBatcher:
         if index not in self.batchers:
             model = self.spec.models[index]
-            settings = BatchSettings(**model.batching.model_dump())
+            settings = BatchSettings(**model.batching.model_dump(exclude={"expected_s"}))
             self.batchers[index] = TurnBatcher(batch_api(model.model, model.params), self.journal, settings)
         return self.batchers[index]
 

@@ -73,6 +73,9 @@ def estimate_grid(spec: GridSpec, todo: list[PlannedTrial], prices: list[Prices]
         if found.source == "panel" and profile.model_name(model.model) is not None:
             found = estimate(profile, model.model, places[index], prices[index], caching=caching)
         result.per_model[model.slug] = found
+        if model.tier == "batch":  # every turn waits for a batch to fill and end; no request limit
+            seconds += found.calls * batch_turn_s(model)
+            continue
         calls[model.provider] += found.calls
         counted = found.prompt_tokens + found.output_tokens
         if caching and not limit_counts_cache_reads(model.model):
@@ -81,6 +84,13 @@ def estimate_grid(spec: GridSpec, todo: list[PlannedTrial], prices: list[Prices]
         seconds += found.seconds
     _set_hours(spec, result, calls, tokens, seconds)
     return result
+
+
+def batch_turn_s(model: GridModel) -> float:
+    """A batch-tier turn's expected wait: its batch fills (at most ``wait_s``), the provider ends it
+    (``expected_s``), the next poll sees it (half of ``poll_s`` on average)."""
+    b = model.batching
+    return b.wait_s + b.expected_s + b.poll_s / 2
 
 
 def expected_costs(
@@ -126,6 +136,9 @@ def _set_hours(
 ) -> None:
     slots = (spec.concurrency.actors or os.cpu_count() or 1) * spec.concurrency.trials_per_actor
     result.hours, result.bound = seconds / slots / 3600, f"latency over {slots} trial slots"
+    waits = sorted({batch_turn_s(m) for m in spec.models if m.tier == "batch"})
+    if waits:
+        result.bound += f" (a batch-tier turn waits ~{_duration(waits[-1] / 3600)} for its batch)"
     for provider, n in calls.items():
         limit = spec.ratelimits.get(provider)
         if limit is None:

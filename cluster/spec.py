@@ -126,6 +126,9 @@ class BatchTier(BaseModel):
     poll_s: float = Field(default=30.0, gt=0)
     deadline_s: float = Field(default=3600.0, gt=0)
     resubmits: int = Field(default=1, ge=0)
+    expected_s: float = Field(default=600.0, gt=0)
+    """How long a provider typically takes to end a batch: the dry run's wall-time estimate only
+    (providers promise 24 h and usually end sooner; set it from what your account sees)."""
 
 
 class Sample(BaseModel):

@@ -90,3 +90,21 @@ def test_the_dry_run_prints_dollars_with_an_interval_hours_and_the_cap(tmp_path:
     assert not (tmp_path / "out").exists()
     assert main(["grid", "run", str(_grid(tmp_path, 100_000.0)), "--dry-run"]) == 0
     assert "estimate fits" in capsys.readouterr().err
+
+
+def test_a_batch_tier_model_is_priced_at_half_and_waits_a_batch_per_turn(tmp_path: Path, capsys) -> None:
+    grid = yaml.safe_load(_grid(tmp_path, 100_000.0).read_text())
+    grid["models"] = [grid["models"][1]]
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    assert main(["grid", "run", str(tmp_path / "grid.yaml"), "--dry-run"]) == 0
+    standard = capsys.readouterr().err
+    grid["models"][0].update(tier="batch", batching={"expected_s": 1200, "wait_s": 60, "poll_s": 60})
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    assert main(["grid", "run", str(tmp_path / "grid.yaml"), "--dry-run"]) == 0
+    batched = capsys.readouterr().err
+
+    def usd(text: str) -> float:
+        return float(text.split("gpt-5-mini: ")[1].split("~$")[1].split()[0].replace(",", ""))
+
+    assert usd(batched) == pytest.approx(usd(standard) / 2, rel=0.02)
+    assert "bound by openai" in standard and "latency over" in batched
