@@ -63,7 +63,7 @@ class BatchJob:
     id: str
     provider: Provider
     wire: str
-    """The synchronous wire that answers its requests (``StandinProvider``'s ``Wire``)."""
+    """The synchronous wire that answers its requests (``standin_config.Wire``)."""
     custom_ids: list[str]
     bodies: list[dict[str, Any]]
     created: float

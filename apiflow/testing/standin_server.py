@@ -39,8 +39,9 @@ from http import HTTPStatus
 from typing import Any
 
 from apiflow.testing.standin_batches import route as batch_route
+from apiflow.testing.standin_config import StandinConfig, Wire
 from apiflow.testing.standin_openai import error_body as _error
-from apiflow.testing.standin_provider import StandinConfig, StandinProvider, Wire
+from apiflow.testing.standin_provider import StandinProvider
 
 _REASONS = {status.value: status.phrase for status in HTTPStatus}
 LISTEN_BACKLOG = 4096
