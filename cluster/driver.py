@@ -1,10 +1,11 @@
-"""The grid driver: plan, skip what is stored, feed async actors through a bounded window.
+"""The grid driver: plan, skip what is stored, start the actors, drive them, summarise.
 
 Run it as ``python -m cluster.driver GRID.yaml [--out URL] [--address auto|URL] [--budget-usd X]
 [--dry-run]`` — also the entrypoint of ``ray job submit --working-dir . -- python -m
 cluster.driver GRID.yaml`` and of ``apiflow grid run``. Scheduling is at-least-once (a batch
 whose actor died is re-queued); storage is exactly-once (create-only rows), so a rerun of an
-interrupted grid completes it with no duplicate and no lost trial.
+interrupted grid completes it with no duplicate and no lost trial. The loop that feeds the actors
+is ``cluster.fleet``'s; a grid with a question runs it in waves (``cluster.waves``, docs/design/051).
 """
 
 from __future__ import annotations
@@ -13,43 +14,36 @@ import argparse
 import os
 import resource
 import sys
-import threading
 import time
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from apiflow.analysis.adaptive_section import RECORD_KEY
 from apiflow.cli.grid import add_run_flags
 from apiflow.errors import UsageError, one_line_errors
-from apiflow.models.retry import QUOTA_KIND
-from apiflow.results.lease import TTL_S, Lease, LeaseLost, check_free, holder_name, take_lease
+from apiflow.results.lease import Lease, check_free, holder_name, take_lease
 from apiflow.results.prices import load_price_table
 from apiflow.results.storage import check_output
 from apiflow.results.store import ResultStore
-from apiflow.results.taskid import parse_task_id
-from cluster.budget import SpendOnRecord, checkpoint, spend_on_record
-from cluster.dispatch import Dispatcher
+from cluster.budget import spend_on_record
 from cluster.estimate import estimate_grid, estimate_lines, expected_costs
 from cluster.extend import check_extension, extended_manifest
+from cluster.fleet import Checkpoints, Fleet, tally_outcome
 from cluster.manifest import attempt_info, build_manifest, grid_canary_key, grid_id, settled_seed
 from cluster.plan import PlannedTrial, plan_grid, resume_plan
 from cluster.preflight import missing_keys, node_keys, rejected_keys
-from cluster.progress import GridProgress, Tally
+from cluster.progress import Tally
 from cluster.report import GridSummary
 from cluster.selection import Selection
 from cluster.session import Ray
 from cluster.spec import GridSpec, load_grid
 from cluster.verify import verify_store
-from cluster.worker import TrialOutcome, load_checked_bank, price_for
-from cluster.workqueue import WorkQueue
+from cluster.waves import Sweep, question_override, read_store, sweep_plan
+from cluster.worker import load_checked_bank, price_for
 
-STALL_S = 180.0
-"""With trials queued, no call in flight and no live actor for this long, the run ends (incomplete,
-resumable) instead of waiting forever for actors that cannot be placed (a lost node)."""
-
-CHECKPOINT_S = 1.0
-"""How often the budget ledger's checkpoint is written (it bounds the spend a driver kill can hide)."""
+_tally = tally_outcome  # the name tests/cluster/test_unscored_final.py imports it by
 
 
 JOB_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
@@ -81,29 +75,6 @@ def absolute_paths(spec: GridSpec, base: Path | None = None) -> GridSpec:
         return str((base / value).resolve())
 
     return spec.with_overrides(bank=fix(spec.bank), price_table=fix(spec.price_table), out=fix(spec.out))
-
-
-def _tally(tally: Tally, outcome: TrialOutcome, summary: GridSummary) -> None:
-    tally.done += 1
-    model = summary.model(outcome.model_index)
-    if not outcome.stored and outcome.termination == "already_stored":
-        tally.duplicates += 1
-        return
-    if outcome.stored:
-        tally.stored_usd += outcome.cost_usd
-    tally.stored += outcome.stored and not outcome.harness
-    tally.retries += outcome.retries
-    tally.spent_usd += outcome.cost_usd
-    model["spent_usd"] += outcome.cost_usd
-    if outcome.harness:
-        tally.harness += 1
-        model["harness"] += 1
-        summary.unscored(outcome)
-    elif outcome.passed is not None:
-        tally.scored += 1
-        tally.passed += bool(outcome.passed)
-        model["scored"] += 1
-        model["passed"] += bool(outcome.passed)
 
 
 def _start_actors(
@@ -175,7 +146,8 @@ def run_grid(
     spec: GridSpec, *, address: str | None = None, dry_run: bool = False, progress: bool = True,
     retry_unscored: bool = False, extend: bool = False, selection: Selection | None = None,
 ) -> GridSummary:
-    """Run (or resume) a grid until every planned trial is stored, the budget is reached, or it fails.
+    """Run (or resume) a grid until every planned trial is stored, the budget is reached, or it fails;
+    a grid with a question until its sweep stops (answered, cap or exhausted: ``cluster.waves``).
 
     Args:
         spec: The grid.
@@ -207,6 +179,8 @@ def run_grid(
         spec, _ = settled_seed(spec, store.read_manifest())
     grid_plan = plan_grid(spec, bank)
     plan = (selection or Selection()).keep(spec, grid_plan)  # this invocation's part of the grid
+    if spec.question is not None and len(plan) < len(grid_plan):
+        raise UsageError("a question's sweep runs the whole grid's order: drop --models/--tasks/--epochs")
     # The store's first request (no credentials, no endpoint) is resume_plan's.
     state = resume_plan(plan, store, spec.max_unscored_attempts, retry_unscored)
     todo = state.todo
@@ -216,13 +190,20 @@ def run_grid(
         summary.grid_planned = len(grid_plan)
         print(f"  selected {len(plan)} of the grid's {len(grid_plan)} trials (the rest stay pending)", file=sys.stderr)
     estimate = estimate_grid(spec, todo, model_prices, len(plan) - state.final)
-    for line in estimate_lines(spec, estimate) + summary.plan_lines():
+    sweep = None
+    if spec.question is not None:  # an adaptive sweep (docs/design/051): where the store leaves it
+        bound = spec.max_unscored_attempts
+        sweep = Sweep(sweep_plan(spec, grid_plan, expected_costs(spec, grid_plan, model_prices)[0]),
+                      lambda: read_store(store, bound), bound, retry_unscored)  # fmt: skip
+        sweep.start()
+        summary.sweep = sweep.record()
+    for line in estimate_lines(spec, estimate) + summary.plan_lines() + (sweep.plan.lines() if sweep else []):
         print(line, file=sys.stderr)
     keyless = missing_keys(spec) if todo else []
     if dry_run:
         for line in keyless:
             print(f"  key: {line} (the run would refuse to start)", file=sys.stderr)
-    if dry_run or not todo:
+    if dry_run or not todo or (sweep is not None and sweep.stop):
         summary.wall_s = time.monotonic() - started
         return summary
     refused = keyless or rejected_keys(spec)  # before Ray and before anything is written
@@ -261,14 +242,18 @@ def run_grid(
             store.replace_manifest(extended_manifest(manifest, stored), stored)
         else:
             store.write_manifest(manifest)
-        store.write_attempt(attempt, attempt_info(run_id, {"address": address}))
+        info = attempt_info(run_id, {"address": address})
+        store.write_attempt(attempt, info)
+        if sweep is not None:  # the sweep's record, rewritten after each wave
+            sweep.write = lambda record: store.write_attempt(attempt, {**info, RECORD_KEY: record})
         # The grid's spend before this run: the budget's starting point, and the live line's.
         summary.on_record = spend_on_record(store)
-        journal = _Checkpoints(store, attempt, summary.on_record) if spec.budget_usd else None
-        summary.tally = _drive(cluster, spec, run_id, todo, model_prices, summary, progress, journal, lease)
+        journal = Checkpoints(store, attempt, summary.on_record) if spec.budget_usd else None
+        summary.tally = _drive(cluster, spec, run_id, todo, model_prices, summary, progress, journal, lease, sweep)
     except KeyboardInterrupt:
         summary.interrupted = True  # what is stored stays; the summary says how to resume
     finally:
+        summary.sweep = sweep.record() if sweep is not None else None
         stopping = time.monotonic()
         lease.release()
         cluster.close()
@@ -278,7 +263,7 @@ def run_grid(
         planned = {p.trial_id for p in plan}
         summary.stored_at_stop = len(planned & store.done_ids())
     elif summary.complete:  # before saying "stored": read back what the store holds for the plan
-        planned_ids = {p.trial_id for p in plan}
+        planned_ids = sweep.plan.prefix_ids(sweep.counts) if sweep is not None else {p.trial_id for p in plan}
         summary.verdict = verify_store(store, planned_ids, full=False, bound=spec.max_unscored_attempts)
     summary.wall_s = time.monotonic() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -287,145 +272,26 @@ def run_grid(
     return summary
 
 
-class _Checkpoints:
-    """Writes the ledger checkpoint off the driver loop (a paused object store must not stall it)."""
-
-    def __init__(self, store: ResultStore, attempt: str, base: SpendOnRecord | None) -> None:
-        self.store = store
-        self.attempt = attempt
-        self.base = base or SpendOnRecord(0.0, 0.0, 0.0, 0)
-        self.last = 0.0
-        self.writer: threading.Thread | None = None
-        self.errors = 0
-
-    def due(self) -> bool:
-        return time.monotonic() - self.last >= CHECKPOINT_S and not (self.writer and self.writer.is_alive())
-
-    def write(self, ledger: dict[str, Any], stored_usd: float, wait: bool = False) -> None:
-        self.last = time.monotonic()
-        data = checkpoint(self.attempt, ledger, self.base, stored_usd)
-
-        def put() -> None:
-            try:
-                self.store.write_checkpoint(self.attempt, data)
-            except Exception:  # noqa: BLE001 - the next checkpoint retries; a run must not die of it
-                self.errors += 1
-
-        if self.writer is not None:
-            self.writer.join()
-        self.writer = threading.Thread(target=put, daemon=True)
-        self.writer.start()
-        if wait:
-            self.writer.join(timeout=60)
-
-
-def _park(spec: GridSpec, queue: WorkQueue, summary: GridSummary, outcome: TrialOutcome) -> None:
-    """The provider's account is out of quota or credit: its unsent trials stay pending for the next run
-    (no retry would help, and each would fail the same way)."""
-    provider = spec.models[outcome.model_index].provider
-    if provider in summary.parked:
-        return
-    left = queue.remove(lambda p: spec.models[p.model_index].provider == provider)
-    summary.parked[provider] = left
-    print(f"[grid] provider {provider} parked: its account is out of quota or credit; {left} of its "
-          "trials stay pending for the next run", file=sys.stderr, flush=True)  # fmt: skip
-
-
 def _drive(cluster: Ray, spec: GridSpec, run_id: str, todo: list[PlannedTrial], model_prices: list[Any],
-           summary: GridSummary, progress: bool, journal: _Checkpoints | None = None,
-           lease: Lease | None = None) -> Tally:  # fmt: skip
+           summary: GridSummary, progress: bool, journal: Checkpoints | None = None,
+           lease: Lease | None = None, sweep: Sweep | None = None) -> Tally:  # fmt: skip
+    """Start the actors once, drive ``todo`` through them (``cluster.fleet``), or the sweep's waves
+    (``cluster.waves``), and collect their stats."""
     ray = cluster.ray
     began = time.monotonic()
     spent_before = summary.on_record.total_usd if summary.on_record else 0.0
-    expected, guessed = expected_costs(spec, todo, model_prices) if spec.budget_usd else ({}, frozenset())
+    priced = todo if sweep is None else [t for row in sweep.plan.trials for t in row]  # whatever a wave sends
+    expected, guessed = expected_costs(spec, priced, model_prices) if spec.budget_usd else ({}, frozenset())
     actors, gates, ledger = _start_actors(ray, spec, run_id, cluster.cpus(), spent_before, guessed)
-    pings = {a.ping.remote(): i for i, a in enumerate(actors)}
-    # Wait for every actor, but not forever: one that cannot be placed (a node lost, its CPUs gone)
-    # must not hang the run; it joins through the dispatcher's probes when it comes up.
-    ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=STALL_S)
-    if not ready:
-        raise UsageError(f"no worker actor started within {STALL_S:.0f} s: is the cluster short of CPUs?")
-    summary.phases["actors_s"] = time.monotonic() - began
-    began = time.monotonic()
-    calls = 2 if all(m.offline for m in spec.models) else spec.concurrency.trials_per_actor
-    window = spec.concurrency.window or 2 * len(actors) * calls
-    from cluster.actors import ACTOR_LOST
-
-    store = ResultStore(spec.out, spec.storage_options)
-    admit = None
-    if ledger is not None:
-
-        def admit(batch: list[PlannedTrial]) -> int:
-            asked = []
-            for p in batch:
-                ref = parse_task_id(p.task_id)
-                asked.append((p.trial_id, p.model_index, expected[(p.model_index, ref.kind, ref.length)]))
-            return int(ray.get(ledger.admit.remote(asked)))
-
-    dispatcher = Dispatcher(ray, actors, spec, calls, window, store, actor_lost=ACTOR_LOST, admit=admit)
-    for ref, index in pings.items():
-        if ref not in ready:
-            dispatcher.live[index] = False
-            dispatcher.probes[ref] = index
-    queue, tally, admitting, last_stats = WorkQueue(todo, len(actors)), Tally(), True, 0.0
-    tally.total, tally.on_record_usd, tally.cap_usd = len(todo), spent_before, spec.budget_usd
-    summary.tally = tally  # kept on the summary as it runs: a Ctrl-C still reports what was stored
-    cpu_before = time.process_time()
-    idle_since = time.monotonic()
-    with GridProgress(len(todo), enabled=progress) as display:
-        while queue or dispatcher.in_flight:
-            dispatcher.refused = False
-            while admitting and dispatcher.submit(queue):
-                pass
-            if dispatcher.refused and not dispatcher.in_flight:
-                admitting = False  # the next trial does not fit and nothing running can make room
-            if not dispatcher.in_flight:
-                if not admitting:
-                    break  # budget closed and nothing running
-                if dispatcher.any_live:
-                    idle_since = time.monotonic()
-                elif time.monotonic() - idle_since > STALL_S:
-                    summary.stalled = True
-                    break  # no actor came back: stop, resumable, rather than hang
-            # During a ramp, wake for its next start rather than the usual half second.
-            outcomes, requeued = dispatcher.collect(queue, min(0.5, dispatcher.ramp_wait_s(queue)) or 0.5)
-            tally.requeued += requeued
-            for outcome in outcomes:
-                _tally(tally, outcome, summary)
-                if outcome.fault == QUOTA_KIND:
-                    _park(spec, queue, summary, outcome)
-            if ledger is not None and outcomes:  # room the ended trials leave, and what they taught
-                ended = [(o.trial_id, o.stored and not o.harness) for o in outcomes]
-                admitting = bool(ray.get(ledger.finish.remote(ended))) and admitting
-            if lease is not None and time.time() > lease.expires - TTL_S * 5 / 6:
-                try:
-                    lease.renew()
-                except LeaseLost as lost:  # another driver holds the folder now: send nothing more
-                    summary.lease_lost = str(lost)
-                    admitting = False
-                    queue.remove(lambda _: True)
-            if journal is not None and ledger is not None and journal.due():
-                state = ray.get(ledger.summary.remote())
-                journal.write(state, tally.stored_usd)
-                tally.ledger_usd = state["spent_usd"]
-            if gates and time.monotonic() - last_stats > 2.0:
-                last_stats = time.monotonic()
-                stats = ray.get([g.stats.remote() for g in gates.values()])
-                tally.gate_wait_s = sum(s["waited_s"] for s in stats)
-                tally.rate_limited = sum(s["rate_limited"] for s in stats)
-                tally.gate_rpm = {s["provider"]: s["rpm"] for s in stats if s.get("adaptive")}
-            display.update(tally)
-    summary.phases["trials_s"] = time.monotonic() - began
-    summary.driver_trial_cpu_s = time.process_time() - cpu_before
-    summary.not_started = len(queue)
-    summary.abandoned = len(dispatcher.abandoned)
-    summary.budget_reached = ledger is not None and not admitting
-    if ledger is not None:
-        summary.ledger = ray.get(ledger.summary.remote())
-        if journal is not None:
-            journal.write(summary.ledger, tally.stored_usd, wait=True)
-    if gates:
-        summary.gates = ray.get([g.stats.remote() for g in gates.values()])
+    fleet = Fleet(ray, spec, summary, actors, gates, ledger, expected=expected, total=len(todo), progress=progress,
+                  journal=journal, lease=lease)  # fmt: skip
+    fleet.wait_ready(began)
+    with fleet.live():
+        if sweep is not None:
+            sweep.run(fleet)
+        else:
+            fleet.run(todo)
+    tally = fleet.finish()
     summary.workers = _worker_stats(ray, actors)
     return tally
 
@@ -455,11 +321,12 @@ def run_from_args(args: argparse.Namespace) -> int:
     spec = load_grid(args.grid)
     if args.budget_usd is not None and args.budget_usd <= 0:
         raise UsageError("--budget-usd must be positive")
-    spec = spec.with_overrides(out=args.out, budget_usd=args.budget_usd)
+    spec = question_override(spec.with_overrides(out=args.out, budget_usd=args.budget_usd), args.question, args.level)
     selection = Selection.from_flags(args.models, args.tasks, args.epochs)
     summary = run_grid(spec, address=args.address, dry_run=args.dry_run, progress=not args.no_progress,
                        retry_unscored=args.retry_unscored, extend=args.extend, selection=selection)
-    summary.resume = " ".join(filter(None, [f"apiflow grid run {args.grid} --out {spec.out}", selection.describe()]))
+    asked = [f"--question {args.question}" if args.question else "", "" if args.level is None else f"--level {args.level:g}"]
+    summary.resume = " ".join(filter(None, [f"apiflow grid run {args.grid} --out {spec.out}", selection.describe(), *asked]))
     for line in summary.lines(dry_run=args.dry_run, verbose=args.verbose):
         print(line)
     if summary.grid_planned is not None:

@@ -52,6 +52,8 @@ class Tally:
     """With a budget: the ledger's spend, every call billed so far (in-flight trials included)."""
     cap_usd: float | None = None
     began: float = field(default_factory=time.monotonic)
+    note: str = ""
+    """Said first on the live line (an adaptive sweep's wave and what is open)."""
 
     @property
     def grid_usd(self) -> float:
@@ -77,7 +79,8 @@ class Tally:
         eta = self.eta_s()
         clock = f"{_clock(time.monotonic() - self.began)} elapsed" + (f", ETA {_clock(eta)}" if eta is not None else "")
         return (
-            f"pass {rate} · harness {self.harness}{f' ({self.final} final)' if self.final else ''} · {money} · {clock} · retries {self.retries}"
+            (f"{self.note} · " if self.note else "")
+            + f"pass {rate} · harness {self.harness}{f' ({self.final} final)' if self.final else ''} · {money} · {clock} · retries {self.retries}"
             f" · 429s {self.rate_limited} · gate wait {self.gate_wait_s:.1f}s"
             + "".join(f" · {provider} {rpm:.0f} rpm" for provider, rpm in sorted(self.gate_rpm.items()))
         )
@@ -114,13 +117,14 @@ class GridProgress:
 
     def update(self, tally: Tally) -> None:
         """Show the latest counts (rate-limited for plain logs)."""
+        total = tally.total or self.total  # a sweep's waves raise it as they go
         if self._progress is not None:
-            self._progress.update(self._task, completed=tally.done, description=tally.describe())
+            self._progress.update(self._task, completed=tally.done, total=total, description=tally.describe())
             return
         now = time.monotonic()
-        if self.enabled and (now - self._last >= self.every_s or tally.done == self.total):
+        if self.enabled and (now - self._last >= self.every_s or tally.done == total):
             self._last = now
-            print(f"[grid] {tally.done}/{self.total} · {tally.describe()}", file=sys.stderr, flush=True)
+            print(f"[grid] {tally.done}/{total} · {tally.describe()}", file=sys.stderr, flush=True)
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

@@ -59,6 +59,8 @@ class GridSummary:
     """``--retry-unscored``: the trials already final were planned again."""
     final_now: set[str] = field(default_factory=set)
     """Trials this run's unscored outcome brought to the bound."""
+    sweep: dict[str, Any] | None = None
+    """An adaptive run's record (``cluster.waves.Sweep.record``): its question, counts and stop."""
 
     def model(self, index: int) -> dict[str, Any]:
         """Per-model counters (created on first use)."""
@@ -88,6 +90,8 @@ class GridSummary:
         """Every planned trial is stored (duplicates: stored by an attempt whose actor then died) or
         unscored, final, and the store, read back at the end, holds every stored one."""
         t = self.tally
+        if self.sweep is not None:  # a sweep is done when it stops by its own rule, not when all is stored
+            return self.sweep["stop"] in ("answered", "exhausted") and (self.verdict is None or not self.verdict.missing)
         counted = self.already_done + t.stored + t.duplicates + self.final_total == self.planned
         return counted and (self.verdict is None or self.verdict.missing == 0)
 
@@ -111,7 +115,8 @@ class GridSummary:
         if dry_run:
             todo = self.planned - self.already_done - self.already_final
             final = f"; {self.already_final} unscored, final (--retry-unscored runs them)" if self.already_final else ""
-            return [f"dry run: {todo} of {self.planned} trials would run{final}; nothing started"]
+            most = "at most " if self.sweep is not None else ""
+            return [f"dry run: {most}{todo} of {self.planned} trials would run{final}; nothing started"]
         stored_total = self.already_done + t.stored + t.duplicates
         if self.verdict is not None:  # what the store holds, read back, not what the run counted
             stored_total = self.verdict.stored
@@ -129,6 +134,7 @@ class GridSummary:
             + (f"; found already stored on re-queue {t.duplicates}" if t.duplicates else ""),
         ]
         out.extend(self._model_lines())
+        out.extend(sweep_lines(self.sweep) if self.sweep is not None else [])
         if verbose:
             out.extend(self._profile_lines())
         return out + self._ending_lines(stored_total)
@@ -194,7 +200,7 @@ class GridSummary:
                 f"  {self.abandoned} trials lost their actor {5}+ times and were left for the next resume"
             )
         out.extend(self._final_lines())
-        if not self.complete and not self.budget_reached and not self.interrupted:
+        if not self.complete and not self.budget_reached and not self.interrupted and self.sweep is None:
             left = self.planned - stored_total - self.final_total
             out.append(
                 f"  {left} trials not stored (harness/provider outcomes or abandoned): rerun to retry them"
@@ -263,6 +269,29 @@ class GridSummary:
             f"  driver CPU {self.driver_cpu_s:.1f} s, of which the trial phase {self.driver_trial_cpu_s:.2f} s "
             f"({self.driver_trial_cpu_s * 1000 / done:.3f} ms per trial run)",
         ]
+
+
+def sweep_lines(record: dict[str, Any], run: str = "this run") -> list[str]:
+    """An adaptive run in three lines: its question and why it stopped, each model's units, what is open
+    (``run``: which run the record is of, as the waves are counted)."""
+    free = record["cost_unit"] == "trial"
+    spent = f"{record['spent']:g} trials" if free else f"${record['spent']:,.2f}"
+    cap = "" if record["cap"] is None else f" of the cap's {record['cap']:g}" if free else f" of the cap's ${record['cap']:,.2f}"
+    verdict = record["verdict"] or "not assessed yet"
+    state = {
+        "answered": f"ANSWERED ({verdict})",
+        "exhausted": f"EXHAUSTED: the open models ran every unit ({verdict})",
+        "cap": f"CAP: not one more wave fits the cap ({verdict}); rerun with a higher --budget-usd to continue",
+    }.get(record["stop"], f"NOT SETTLED ({verdict}): {record['halted'] or 'the run ended first'}; rerun to continue")
+    counts = ", ".join(f"{slug} {record['counts'][slug]}" for slug in record["models"])  # the grid's order
+    waves = (f"{len(record['waves'])} waves {run}" if record["waves"] else
+             f"no wave {run}: the store already held this" if record["stop"] else f"no wave finished {run}")  # fmt: skip
+    return [
+        f"  question: {record['describe']}: {state}; {waves}",
+        f"    units run per model, of {record['population']} in one order seeded {record['order_seed']}: {counts}; "
+        f"expected cost {spent}{cap}",
+        f"    still open: {', '.join(record['open']) or 'nothing'}",
+    ]
 
 
 def _rates(passed: int, scored: int, unscored: int) -> str:

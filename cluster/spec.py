@@ -21,6 +21,7 @@ from apiflow.models.provider_fields import provider_route
 from apiflow.models.registry import check_model_name, is_offline, model_slug
 from apiflow.redact import credential_keys
 from apiflow.resources import resolve
+from cluster.question import GridQuestion, short_form
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 NAMES_CHECKED = "model_names_checked"
@@ -302,12 +303,21 @@ class GridSpec(BaseModel):
     ``call`` also asks the provider with one tiny call, ``auto`` does both for routes with no
     ``api_base`` of their own (real providers) and nothing for the others (a local server may need
     no key); ``off`` skips them."""
+    question: GridQuestion | None = None
+    """An adaptive sweep's question (``cluster.question``); None runs the whole plan. Not part of the id."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _question_text(cls, data: Any) -> Any:
+        return short_form(data)  # ``question: "rank:1"`` for short
 
     @model_validator(mode="after")
     def _unique_slugs(self) -> GridSpec:
         slugs = [m.slug for m in self.models]
         if len(set(slugs)) != len(slugs):
             raise ValueError(f"model slugs must be unique, got {slugs}")
+        if self.question is not None:
+            self.question.check_models(self.models)
         return self
 
     def identity(self) -> dict[str, Any]:

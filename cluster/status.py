@@ -5,12 +5,14 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+from apiflow.analysis.adaptive_section import latest_record
 from apiflow.analysis.outcomes import kind_of
 from apiflow.errors import UsageError
 from apiflow.results.quarantine import PREFIX as QUARANTINE
 from apiflow.results.store import ResultStore
 from cluster.budget import spend_on_record
 from cluster.plan import PlannedTrial, attempts_toward_bound, failed_attempts, final_ids, plan_grid
+from cluster.report import sweep_lines
 from cluster.spec import GridSpec
 from cluster.worker import load_checked_bank
 
@@ -57,11 +59,14 @@ def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list
         f"{' (dirty)' if manifest['git'].get('dirty') else ''}",
     ]
     planned_total = len(plan) if plan is not None else manifest["planned_trials"]
+    sweep = latest_record(store)  # an adaptive grid: its latest sweep's question, counts and stop
     lines.append(
-        f"  done {len(done)} / {planned_total}; remaining {planned_total - len(done) - len(final)}; "
-        f"failed (harness/provider, will retry) {len(failed)}; unscored, final {len(final)}"
+        f"  done {len(done)} / {planned_total}; remaining {planned_total - len(done) - len(final)}"
+        + (" of the whole plan (the sweep runs what its question needs)" if sweep else "")
+        + f"; failed (harness/provider, will retry) {len(failed)}; unscored, final {len(final)}"
         + (f" (after {bound} unscored attempts; grid run --retry-unscored runs them again)" if final else "")
     )
+    lines += sweep_lines(sweep, "in its latest run") if sweep is not None else []
     lines.append(_spend_line(store, spec))
     aside = store.objects.list(QUARANTINE, "")
     if aside:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from apiflow.analysis.adaptive_section import adaptive_section, load_sweep, sweep_summary
 from apiflow.analysis.figures import write_figures
 from apiflow.analysis.screen_section import (
     FIGURE,
@@ -51,9 +52,13 @@ def build_report(
         UsageError: unreadable input, unknown panel/model, no trials left, unusable screen_eval file.
     """
     screen = load_screen_eval(screen_eval) if screen_eval is not None else None
-    table = select_rows(load_table(inputs), panel=panel, models=models)
+    raw = load_table(inputs)
+    table = select_rows(raw, panel=panel, models=models)
     trials = trials_from_table(table, count_unscored=count_unscored)
     summary = summarize(trials, options or ReportOptions())
+    sweep = load_sweep(inputs)  # an adaptive grid's folder: its sweep's section (docs/design/051 §5)
+    if sweep is not None:
+        summary["adaptive"] = sweep_summary(sweep, raw)
     summary["meta"]["inputs"] = [str(i) for i in inputs]
     summary["meta"]["filters"] = {"panel": panel, "models": list(models) if models else None}
     if screen is not None:
@@ -68,6 +73,8 @@ def build_report(
     write_summary(summary, files.summary)
     title = "apiflow report" + (f" — panel {panel}" if panel else "")
     sections = build_sections(summary)
+    if sweep is not None:
+        sections.insert(1, adaptive_section(summary))
     if screen is not None:
         sections.append(screen_eval_section(screen))
         files.figures[FIGURE] = pr_plot(screen, out_dir / f"{FIGURE}.png")

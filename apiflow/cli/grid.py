@@ -84,7 +84,8 @@ def register(subparsers: Any) -> None:
 
 
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
-    """The run flags (GRID.yaml, --out, --address, --budget-usd, --dry-run, --no-progress, --retry-unscored).
+    """The run flags (GRID.yaml, --out, --address, --budget-usd, --dry-run, --no-progress, --retry-unscored,
+    the selection, --extend, --question/--level, --verbose).
 
     Defined here once; ``python -m cluster.driver`` imports it (cluster may import apiflow,
     never the reverse), so both entry points take exactly the same flags.
@@ -109,6 +110,15 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
         "--extend",
         action="store_true",
         help="the output holds a grid this one extends (more epochs, models or tasks): run only the new trials",
+    )
+    parser.add_argument(
+        "--question",
+        metavar="ASK",
+        help="run an adaptive sweep that stops when this is settled: rank:K, better:A,B[,margin] or width:W "
+        "(default: the grid's question:, if any; docs/design/051)",
+    )
+    parser.add_argument(
+        "--level", type=float, help="the confidence the question's answer holds at (default: the grid's, or 0.9)"
     )
     parser.add_argument(
         "--verbose", action="store_true", help="also print where the time and CPU went (phases, actors, memos)"
