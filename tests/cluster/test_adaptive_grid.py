@@ -241,6 +241,10 @@ def test_an_offline_sweep_on_ray_stops_answered_resumes_and_reports(ray_session,
     assert len(ids) == len(set(ids)) == 2 * n < 104 // 2
     again = run_grid(spec(out=str(out)), progress=False)  # answered already: nothing starts
     assert again.tally.done == 0 and again.sweep["waves"] == [] and again.complete
+    assert main(["grid", "verify", str(out)]) == 0  # held against what the sweep ran, not the plan
+    verified = capsys.readouterr().out
+    assert f"{2 * n} of {2 * n} trials its sweep ran stored" in verified
+    assert f"{104 - 2 * n} trials of the plan the sweep did not need" in verified
     status = "\n".join(grid_status(str(out)))
     assert "ANSWERED (yes)" in status and f"apiflow-oracle {n}, apiflow-sim-weak {n}" in status
     found, files = build_report([str(out)], tmp_path / "rep", options=ReportOptions(bootstrap=200))
