@@ -157,6 +157,7 @@ class GridSummary:
             waits = ", ".join(f"{g['provider']}: {g['rate_limited']} 429s, {g['waited_s']:.1f}s waited{_learned(g)}"
                               for g in self.gates)  # fmt: skip
             out.append(f"  rate limits: {waits}")
+        out.extend(_batch_tier_lines(self.workers))
         if self.on_record is not None and self.on_record.total_usd > 0:
             r = self.on_record
             out.append(
@@ -308,6 +309,21 @@ def _learned(gate: dict[str, Any]) -> str:
         f", rate {gate['rpm']:.0f} of {gate['rpm_limit']:.0f} rpm"
         f" ({gate['cuts']} cuts, {gate['increases']} increases)"
     )
+
+
+def _batch_tier_lines(workers: list[dict[str, Any]]) -> list[str]:
+    """What the workers' batch tier did (docs/design/048): batches sent, turns answered by them, turns
+    the journal answered (paid in an earlier run), and turns that went synchronous."""
+    seen = [w["batch_tier"] for w in workers if w.get("batch_tier")]
+    if not seen:
+        return []
+    n = {k: sum(b.get(k, 0) for b in seen) for k in ("batches", "submitted", "answered", "from_journal",
+                                                      "reattached", "resubmitted", "missed")}  # fmt: skip
+    return [
+        f"  batch tier: {n['batches']} batches of {n['submitted']} turns; {n['answered']} turns answered by a "
+        f"batch, {n['from_journal']} from the store's journal (paid before), {n['reattached']} by re-attaching to a "
+        f"batch still running; {n['resubmitted']} resubmitted, {n['missed']} sent synchronously"
+    ]
 
 
 def _collector(workers: list[dict[str, Any]], per: float) -> str:

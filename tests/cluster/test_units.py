@@ -252,3 +252,16 @@ def test_the_tier_is_not_part_of_the_trial_id(bank):
     spec = spec_of(models=[{"model": "anthropic/claude-sonnet-4-6"}])
     batched = spec_of(models=[{"model": "anthropic/claude-sonnet-4-6", "tier": "batch", "batching": {"size": 8}}])
     assert [t.trial_id for t in plan_grid(batched, bank)] == [t.trial_id for t in plan_grid(spec, bank)]
+
+
+def test_the_summary_says_what_the_batch_tier_did():
+    from cluster.report import GridSummary
+
+    summary = GridSummary(spec=spec_of(), planned=10, already_done=0)
+    assert not any("batch tier" in line for line in summary.lines())
+    counts = {"batches": 3, "submitted": 40, "answered": 38, "from_journal": 5, "reattached": 2,
+              "resubmitted": 1, "missed": 2}  # fmt: skip
+    summary.workers = [{"batch_tier": counts}, {"batch_tier": {**counts, "batches": 1}}, {"batch_tier": {}}]
+    line = next(line for line in summary.lines() if "batch tier" in line)
+    assert "4 batches of 80 turns; 76 turns answered by a batch, 10 from the store's journal" in line
+    assert "4 sent synchronously" in line
