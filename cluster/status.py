@@ -8,6 +8,7 @@ from typing import Any
 from apiflow.analysis.adaptive_section import latest_record
 from apiflow.analysis.outcomes import kind_of
 from apiflow.errors import UsageError
+from apiflow.results.batch_journal import BatchJournal
 from apiflow.results.quarantine import PREFIX as QUARANTINE
 from apiflow.results.store import ResultStore
 from cluster.budget import spend_on_record
@@ -68,6 +69,7 @@ def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list
     )
     lines += sweep_lines(sweep, "in its latest run") if sweep is not None else []
     lines.append(_spend_line(store, spec))
+    lines += _batch_lines(store) if any(m.tier == "batch" for m in spec.models) else []
     aside = store.objects.list(QUARANTINE, "")
     if aside:
         lines.append(f"  set aside as damaged under {QUARANTINE}/: {len(aside)} objects (their trials re-run on resume)")
@@ -76,6 +78,22 @@ def grid_status(out: str, storage_options: dict[str, Any] | None = None) -> list
         lines.append("  unscored attempts by cause: " + ", ".join(f"{k} {n}" for k, n in causes.most_common()))
     lines += _model_table(spec, plan, rows, done, model_of, final)
     return lines
+
+
+def _batch_lines(store: ResultStore) -> list[str]:
+    """The batch tier's journal (docs/design/048): batches still at the provider are what a rerun
+    re-attaches to (a driver killed meanwhile loses none of them)."""
+    entries = BatchJournal(store.objects).entries()
+    if not entries:
+        return []
+    running = [e for e in entries.values() if e.results is None]
+    unconfirmed = sum(e.batch_id is None for e in running)
+    turns = sum(len(e.custom_ids) for e in running)
+    line = f"  batch tier: {len(entries)} batches on record, {len(entries) - len(running)} collected"
+    if running:
+        line += (f"; {len(running)} ({turns} turns) not collected yet: a rerun re-attaches to them"
+                 + (f" ({unconfirmed} without a recorded id: looked for at the provider first)" if unconfirmed else ""))  # fmt: skip
+    return [line]
 
 
 def _model_table(

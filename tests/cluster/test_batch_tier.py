@@ -93,3 +93,22 @@ def test_a_rerun_into_the_same_store_reads_every_turn_from_the_journal(tmp_path)
     assert again["batching"]["batches"] == 0 and again["batching"]["from_journal"] == paid
     for trial_id, record in again["records"].items():
         assert record.messages == first["records"][trial_id].messages
+
+
+def test_grid_status_names_the_batches_still_at_the_provider(tmp_path):
+    from apiflow.results.batch_journal import BatchJournal
+    from apiflow.results.store import ResultStore
+    from cluster.status import _batch_lines
+
+    store = ResultStore(str(tmp_path / "out"))
+    journal = BatchJournal(store.objects)
+    assert _batch_lines(store) == []
+    journal.write_intent("k1", "anthropic/x", [{"custom_id": "a", "body": {}}, {"custom_id": "b", "body": {}}], 1.0)
+    journal.write_submitted("k1", "msgbatch_1")
+    journal.write_intent("k2", "anthropic/x", [{"custom_id": "c", "body": {}}], 2.0)  # killed before the id
+    journal.write_intent("k3", "anthropic/x", [{"custom_id": "d", "body": {}}], 3.0)
+    journal.write_submitted("k3", "msgbatch_3")
+    journal.write_results("k3", {"d": {"ok": True, "body": {}}})
+    (line,) = _batch_lines(store)
+    assert "3 batches on record, 1 collected; 2 (3 turns) not collected yet" in line
+    assert "1 without a recorded id" in line
