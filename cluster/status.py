@@ -86,7 +86,7 @@ def _batch_lines(store: ResultStore) -> list[str]:
     entries = BatchJournal(store.objects).entries()
     if not entries:
         return []
-    running = [e for e in entries.values() if e.results is None]
+    running = [e for e in entries.values() if not e.collected]
     unconfirmed = sum(e.batch_id is None for e in running)
     turns = sum(len(e.custom_ids) for e in running)
     line = f"  batch tier: {len(entries)} batches on record, {len(entries) - len(running)} collected"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -28,6 +29,11 @@ from apiflow.results.batch_journal import BatchJournal, Entry, batch_key
 Result = dict[str, Any]
 """One request's outcome: ``{"ok": True, "body": <response body>}`` or ``{"ok": False, "kind":
 "errored" | "expired" | "canceled", "error": <text>}``."""
+
+
+HELD_BATCHES = 32
+"""Collected batches whose results a batcher keeps in memory; older ones are read again from the
+journal when a replayed trial asks (a grid's journal is every answer it paid for)."""
 
 
 class BatchApi(Protocol):
@@ -121,14 +127,51 @@ class TurnBatcher:
         self.watchers: dict[str, asyncio.Task[None]] = {}
         self.timer: asyncio.Task[None] | None = None
         self.lock = asyncio.Lock()
+        self.by_id: dict[str, Entry] = {}
+        """Custom id -> the latest batch on record that held it (a resubmission is later)."""
+        self.indexed: set[str] = set()
+        self.held: OrderedDict[str, dict[str, Result]] = OrderedDict()
+        """Results of the batches read or collected last (a few: each may hold hundreds of turns)."""
         self.stats = {"batches": 0, "submitted": 0, "answered": 0, "from_journal": 0,
                       "reattached": 0, "resubmitted": 0, "missed": 0}  # fmt: skip
 
     async def call(self, custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """The response body the batch tier gives this turn; ``BatchMiss`` if it gives none."""
+        entry = self.by_id.get(custom_id)
+        if entry is not None and entry.collected:  # a replayed trial's turn, paid before: at once
+            result = (await self._results(entry)).get(custom_id)
+            if result is not None and result.get("ok"):
+                self.stats["from_journal"] += 1
+                return dict(result["body"])
         turn = _Turn(custom_id, body, asyncio.get_running_loop().create_future())
         self._enqueue(turn)
         return await turn.future
+
+    async def _results(self, entry: Entry) -> dict[str, Result]:
+        """A collected batch's results, from memory or the journal."""
+        if entry.key in self.held:
+            self.held.move_to_end(entry.key)
+            return self.held[entry.key]
+        assert self.journal is not None  # collected without a journal: held from the start
+        results = await asyncio.to_thread(self.journal.results, entry.key)
+        self._hold(entry.key, results)
+        return results
+
+    def _hold(self, key: str, results: dict[str, Result]) -> None:
+        self.held[key] = results
+        while len(self.held) > HELD_BATCHES and self.journal is not None:
+            self.held.popitem(last=False)
+
+    def _index(self) -> None:
+        """Add the entries not indexed yet to ``by_id`` (a later batch of an id wins)."""
+        for entry in sorted(
+            (e for k, e in self.entries.items() if k not in self.indexed), key=lambda e: e.created_at
+        ):
+            for cid in entry.custom_ids:
+                now = self.by_id.get(cid)
+                if now is None or now.created_at <= entry.created_at:
+                    self.by_id[cid] = entry
+            self.indexed.add(entry.key)
 
     def _enqueue(self, turn: _Turn) -> None:
         self.pending.append(turn)
@@ -156,22 +199,24 @@ class TurnBatcher:
                 for turn in turns:
                     if not turn.future.done():
                         self._miss(turn, f"batch submission failed: {type(exc).__name__}: {exc}")
+        # Turns enqueued while this flush ran saw the timer (this very task, when it is the timer) not
+        # done and armed none: without this they would wait for the next turn to arrive, forever at a
+        # run's end.
+        if self.pending and (self.timer is None or self.timer.done() or self.timer is asyncio.current_task()):
+            self.timer = asyncio.ensure_future(self._flush_after(self.settings.wait_s))
 
     async def _answer_known(self, turns: list[_Turn]) -> list[_Turn]:
         """Answer or attach the turns the journal knows; the rest must be sent."""
         if self.journal is not None:
             self.entries = await asyncio.to_thread(self.journal.entries, self.entries)
-        by_id: dict[str, Entry] = {}
-        for known in sorted(self.entries.values(), key=lambda e: e.created_at):
-            for cid in known.custom_ids:  # a later batch of the same id (a resubmission) wins
-                by_id[cid] = known
+        self._index()
         fresh = []
         for turn in turns:
-            entry = by_id.get(turn.custom_id)
+            entry = self.by_id.get(turn.custom_id)
             if entry is None:
                 fresh.append(turn)
-            elif entry.results is not None:
-                result = entry.results.get(turn.custom_id)
+            elif entry.collected:
+                result = (await self._results(entry)).get(turn.custom_id)
                 if result is not None and result.get("ok"):
                     self.stats["from_journal"] += 1
                     turn.future.set_result(result["body"])
@@ -180,8 +225,11 @@ class TurnBatcher:
             else:
                 if entry.batch_id is None:
                     found = await self.api.find(entry.key, entry.custom_ids, entry.created_at)
-                    if found is None:  # never reached the provider
+                    if found is None:  # never reached the provider: its ids are free again
                         self.entries.pop(entry.key, None)
+                        for cid in entry.custom_ids:
+                            if self.by_id.get(cid) is entry:
+                                del self.by_id[cid]
                         fresh.append(turn)
                         continue
                     entry.batch_id = found
@@ -203,6 +251,7 @@ class TurnBatcher:
         if self.journal is not None:
             await asyncio.to_thread(self.journal.write_submitted, key, entry.batch_id)
         self.entries[key] = entry
+        self._index()
         self.stats["batches"] += 1
         self.stats["submitted"] += len(turns)
         for turn in turns:
@@ -225,7 +274,8 @@ class TurnBatcher:
             results = await self.api.results(entry.batch_id)
             if self.journal is not None:
                 await asyncio.to_thread(self.journal.write_results, entry.key, results)
-            entry.results = results
+            self._hold(entry.key, results)
+            entry.collected = True
         except Exception as exc:  # noqa: BLE001 - its turns go to the sync tier; the journal keeps the id
             results = {cid: {"ok": False, "kind": "lost", "error": f"{type(exc).__name__}: {exc}"}
                        for cid in entry.custom_ids}  # fmt: skip

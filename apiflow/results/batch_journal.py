@@ -52,8 +52,9 @@ class Entry:
     route: str
     custom_ids: list[str]
     batch_id: str | None = None
-    results: dict[str, dict[str, Any]] | None = None
-    """Result lines by custom id once collected (``{"ok": bool, "body": ..., "error": ...}``)."""
+    collected: bool = False
+    """The ended batch's results are recorded (read them with ``BatchJournal.results``: a grid's
+    journal holds every answer it paid for, too much to keep in memory)."""
     created_at: float = 0.0
 
 
@@ -90,7 +91,7 @@ class BatchJournal:
 
     # ---- reads ------------------------------------------------------------------------
     def entries(self, known: dict[str, Entry] | None = None) -> dict[str, Entry]:
-        """Every batch on record, with its id and results where known (one listing per kind).
+        """Every batch on record, with its id where known and whether it is collected (one listing per kind).
 
         ``known``: entries read before; only what they lack is fetched (a worker refreshes its view
         before each submission, to find the batches a lost worker sent for the trials it now plays).
@@ -109,19 +110,14 @@ class BatchJournal:
             ]
         ):
             found[_key(path, SUBMITTED)].batch_id = json.loads(data)["batch_id"]
-        for path, data in self.objects.cat_many(self.objects.list(FOLDER, SUBMITTED)):
-            key = path.rsplit("/", 1)[-1].removesuffix(SUBMITTED)
-            if key in found:
-                found[key].batch_id = json.loads(data)["batch_id"]
-        for path, data in self.objects.cat_many(
-            [
-                p
-                for p in self.objects.list(FOLDER, RESULTS)
-                if found.get(_key(p, RESULTS), _DONE).results is None
-            ]
-        ):
-            found[_key(path, RESULTS)].results = json.loads(gzip.decompress(data))
+        for path in self.objects.list(FOLDER, RESULTS):  # listed, not read: ``results`` reads one
+            if _key(path, RESULTS) in found:
+                found[_key(path, RESULTS)].collected = True
         return found
+
+    def results(self, key: str) -> dict[str, dict[str, Any]]:
+        """The result lines recorded for a collected batch, by custom id."""
+        return dict(json.loads(gzip.decompress(self.objects.cat(self._path(key, RESULTS)))))
 
     def requests(self, key: str) -> list[dict[str, Any]]:
         """The request bodies recorded for ``key`` (an audit, or a hand re-submission)."""
@@ -139,5 +135,5 @@ def _key(path: str, suffix: str) -> str:
     return path.rsplit("/", 1)[-1].removesuffix(suffix)
 
 
-_DONE = Entry("", "", [], batch_id="-", results={})
+_DONE = Entry("", "", [], batch_id="-", collected=True)
 """Stands for a key with no intent, or one already complete: nothing more to read for it."""

@@ -151,3 +151,40 @@ def test_custom_ids_differ_by_trial_and_turn_and_fit_anthropic():
     a, b, c = custom_id("trial-1", 0, body), custom_id("trial-2", 0, body), custom_id("trial-1", 1, body)
     assert len({a, b, c}) == 3 and a == custom_id("trial-1", 0, dict(body))
     assert all(len(x) <= 64 and x.isalnum() for x in (a, b, c))
+
+
+class SlowSubmit(FakeBatches):
+    async def submit(self, key: str, requests: list[dict[str, Any]]) -> str:
+        await asyncio.sleep(0.1)
+        return await super().submit(key, requests)
+
+
+def test_a_turn_that_arrives_while_a_batch_is_being_submitted_is_sent_too():
+    # It saw the timer (the flush under way) not done and armed none: it waited for a next turn
+    # that, at a run's end, never comes.
+    batcher = TurnBatcher(SlowSubmit(), None, BatchSettings(size=10, wait_s=0.01, poll_s=0.005))
+    first, second = ids(2)
+
+    async def staggered() -> list[Any]:
+        early = asyncio.ensure_future(batcher.call(first, {"n": 0}))
+        await asyncio.sleep(0.05)  # the first turn's batch is being submitted now
+        return await asyncio.wait_for(asyncio.gather(early, batcher.call(second, {"n": 1})), timeout=5)
+
+    assert asyncio.run(staggered()) == [{"echo": 0}, {"echo": 1}]
+
+
+def test_a_replayed_turn_the_journal_holds_is_answered_without_waiting_for_a_batch(tmp_path):
+    api = FakeBatches()
+    journal = BatchJournal(ObjectFolder(str(tmp_path)))
+    asyncio.run(ask(TurnBatcher(api, journal, FAST), 4))
+    again = TurnBatcher(api, journal, BatchSettings(size=100, wait_s=0.01, poll_s=0.005))
+    enqueued: list[str] = []
+    enqueue = again._enqueue
+    again._enqueue = lambda turn: (enqueued.append(turn.custom_id), enqueue(turn))[1]  # type: ignore[method-assign]
+
+    async def one_by_one() -> list[Any]:  # as a trial asks: a turn after the one before
+        return [await again.call(cid, {"n": i}) for i, cid in enumerate(ids(4))]
+
+    assert asyncio.run(one_by_one()) == [{"echo": i} for i in range(4)]
+    assert len(enqueued) == 1  # only the first waited for a flush (it read the journal)
+    assert again.stats["from_journal"] == 4 and len(api.batches) == 1
