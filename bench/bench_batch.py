@@ -258,8 +258,8 @@ def kill_private_ray(temp_dir: str, timeout_s: float = 30.0) -> int:
 
 def journal_line(when: str, store: ResultStore) -> str:
     entries = BatchJournal(store.objects).entries().values()
-    collected = sum(e.results is not None for e in entries)
-    waiting = sum(e.results is None and e.batch_id is not None for e in entries)
+    collected = sum(e.collected for e in entries)
+    waiting = sum(not e.collected and e.batch_id is not None for e in entries)
     unconfirmed = sum(e.batch_id is None for e in entries)
     return (f"{when}: {len(entries)} batches, {collected} collected, {waiting} submitted and not collected, "
             f"{unconfirmed} written before submission with no batch id")  # fmt: skip

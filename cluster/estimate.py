@@ -189,6 +189,8 @@ def estimate_lines(spec: GridSpec, found: GridEstimate) -> list[str]:
 
 
 def _duration(hours: float) -> str:
+    if hours < 1 / 60:
+        return f"{hours * 3600:.0f} s"
     if hours < 1:
         return f"{hours * 60:.0f} min"
     return f"{hours:.1f} h"
