@@ -256,6 +256,15 @@ def kill_private_ray(temp_dir: str, timeout_s: float = 30.0) -> int:
     )
 
 
+def stop_driver(driver: subprocess.Popen[bytes], ray_dir: str) -> None:
+    """Kill the driver's process group if it still runs, then its private Ray, then the Ray's folder."""
+    if driver.poll() is None:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait()
+    kill_private_ray(ray_dir)
+    shutil.rmtree(ray_dir, ignore_errors=True)
+
+
 def journal_line(when: str, store: ResultStore) -> str:
     entries = BatchJournal(store.objects).entries().values()
     collected = sum(e.collected for e in entries)
@@ -311,11 +320,7 @@ def run_killed(args: argparse.Namespace, work: Path, table: PriceTable, referenc
                     f"{stored} of {len(arm.planned)} trials stored; {extra} more Ray processes SIGKILLed")  # fmt: skip
                 arm.notes.append(journal_line("the journal at the kill", store))
         finally:
-            if driver.poll() is None:
-                os.killpg(driver.pid, signal.SIGKILL)
-                driver.wait()
-            kill_private_ray(ray_dir)
-            shutil.rmtree(ray_dir, ignore_errors=True)
+            stop_driver(driver, ray_dir)
         resumed_at = time.monotonic()
         ray_dir = tempfile.mkdtemp(prefix="abr-", dir="/tmp")
         driver = start_driver(grid_file, ray_dir, log)  # the same command
@@ -324,11 +329,7 @@ def run_killed(args: argparse.Namespace, work: Path, table: PriceTable, referenc
         except subprocess.TimeoutExpired:
             status = None  # reported below; what it stored is counted, the rest is lost
         finally:
-            if driver.poll() is None:
-                os.killpg(driver.pid, signal.SIGKILL)
-                driver.wait()
-            kill_private_ray(ray_dir)
-            shutil.rmtree(ray_dir, ignore_errors=True)
+            stop_driver(driver, ray_dir)
         arm.wall_s = time.monotonic() - began
         arm.notes.append(journal_line("the journal at the end", ResultStore(str(work / name))))
         ended = "TIMED OUT and was killed" if status is None else f"exited {status}"
