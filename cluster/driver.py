@@ -321,11 +321,13 @@ def run_from_args(args: argparse.Namespace) -> int:
     spec = load_grid(args.grid)
     if args.budget_usd is not None and args.budget_usd <= 0:
         raise UsageError("--budget-usd must be positive")
-    spec = question_override(spec.with_overrides(out=args.out, budget_usd=args.budget_usd), args.question, args.level)
+    spec = question_override(spec.with_overrides(out=args.out, budget_usd=args.budget_usd), args.question, args.level,
+                             args.step, args.each)  # fmt: skip
     selection = Selection.from_flags(args.models, args.tasks, args.epochs)
     summary = run_grid(spec, address=args.address, dry_run=args.dry_run, progress=not args.no_progress,
                        retry_unscored=args.retry_unscored, extend=args.extend, selection=selection)
-    asked = [f"--question {args.question}" if args.question else "", "" if args.level is None else f"--level {args.level:g}"]
+    asked = [f"--question {args.question}" if args.question else "", "" if args.level is None else f"--level {args.level:g}",
+             "" if args.step is None else f"--step {args.step:g}", "--each" if args.each else ""]  # fmt: skip
     summary.resume = " ".join(filter(None, [f"apiflow grid run {args.grid} --out {spec.out}", selection.describe(), *asked]))
     for line in summary.lines(dry_run=args.dry_run, verbose=args.verbose):
         print(line)

@@ -49,26 +49,31 @@ Unit = tuple[str, int, int]
 """(task id, task slot seed, epoch): one unit of the plan, run by every model."""
 
 
-def question_override(spec: GridSpec, ask: str | None, level: float | None) -> GridSpec:
-    """The grid with ``--question`` / ``--level`` applied (the grid's own step and joint kept).
+def question_override(
+    spec: GridSpec, ask: str | None, level: float | None, step: float | None = None, each: bool = False
+) -> GridSpec:
+    """The grid with ``--question`` / ``--level`` / ``--step`` / ``--each`` applied (what is not given
+    is the grid's own).
 
     Raises:
-        UsageError: ``--level`` without a question, or a question the grid cannot ask (one line).
+        UsageError: One of the others without a question, or a question the grid cannot ask (one line).
     """
-    if ask is None and level is None:
+    if ask is None and level is None and step is None and not each:
         return spec
     base = spec.question
     if ask is None and base is None:
-        raise UsageError("--level needs a question: give --question, or a question: in the grid")
+        given = "--level" if level is not None else "--step" if step is not None else "--each"
+        raise UsageError(f"{given} needs a question: give --question, or a question: in the grid")
     asked = {**(base.model_dump() if base is not None else {}), "ask": ask or (base.ask if base else "")}
-    if level is not None:
-        asked["level"] = level
+    flags = {"level": level, "step": step, "joint": False if each else None}
+    asked.update({key: value for key, value in flags.items() if value is not None})
     try:
         return spec.with_overrides(question=asked)
     except ValidationError as exc:
         first = exc.errors()[0]
-        flag = "--level" if first["loc"][-1:] == ("level",) else "--question"
-        value = asked["level"] if flag == "--level" else asked["ask"]
+        field = str(first["loc"][-1]) if first["loc"] else ""
+        flag = f"--{field}" if field in ("level", "step") else "--question"
+        value = asked[field] if field in ("level", "step") else asked["ask"]
         raise UsageError(f"{flag} {value}: {first['msg'].removeprefix('Value error, ')}") from None
 
 

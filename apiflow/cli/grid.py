@@ -121,5 +121,13 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
         "--level", type=float, help="the confidence the question's answer holds at (default: the grid's, or 0.9)"
     )
     parser.add_argument(
+        "--step", type=float, help="each wave adds this fraction of the plan's units per open model (default 0.05)"
+    )
+    parser.add_argument(
+        "--each",
+        action="store_true",
+        help="hold each statement (a pair's order, a rate) at --level on its own, not jointly",
+    )
+    parser.add_argument(
         "--verbose", action="store_true", help="also print where the time and CPU went (phases, actors, memos)"
     )

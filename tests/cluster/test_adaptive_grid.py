@@ -202,6 +202,12 @@ def test_questions_are_checked_where_the_grid_loads_and_where_the_flags_apply(tm
     with pytest.raises(UsageError, match="--level needs a question"):
         question_override(loaded.model_copy(update={"question": None}), None, 0.9)
     assert question_override(loaded, None, None) is loaded
+    stepped = question_override(loaded, None, None, step=0.2, each=True)
+    assert stepped.question is not None and (stepped.question.step, stepped.question.joint) == (0.2, False)
+    with pytest.raises(UsageError, match=r"--step 0.0: Input should be greater than 0"):
+        question_override(loaded, None, None, step=0.0)
+    with pytest.raises(UsageError, match="--each needs a question"):
+        question_override(loaded.model_copy(update={"question": None}), None, None, each=True)
 
 
 def test_a_sweep_refuses_a_selection(tmp_path):
