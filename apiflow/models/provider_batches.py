@@ -29,6 +29,8 @@ OPENAI_DONE = frozenset({"completed", "expired", "cancelled", "failed"})
 ANTHROPIC_VERSION = "2023-06-01"
 FIND_SLACK_S = 300.0
 """A batch created this long before its intent's time still counts as a candidate (clock skew)."""
+SUBMIT_WINDOW_S = 600.0
+"""... and one created this long after it (a slow or retried create call)."""
 
 
 def batch_api(model: str, params: dict[str, Any]) -> BatchApi:
@@ -191,25 +193,28 @@ class AnthropicBatches:
         await self._call("POST", f"/{batch_id}/cancel")
 
     async def find(self, key: str, custom_ids: list[str], since: float) -> str | None:
-        """A Message Batch carries no tag: a candidate is one created since the intent, and it is
-        ours when its results hold exactly our custom ids, so candidates still running are waited
-        for (reading their results needs them ended) by the caller's poll of this method."""
-        wanted, before = set(custom_ids), None
+        """A Message Batch carries no tag. A candidate is a batch of our size created in the minutes
+        after the intent was written. It is ours for sure when it has ended and its results hold
+        exactly our custom ids. Failing that, the running candidate created soonest after the intent
+        is attached to; if its results then lack our ids, those turns go synchronous (048)."""
+        wanted, after, running = set(custom_ids), None, []
         while True:
-            page = (await self._call("GET", f"?limit=100{f'&after_id={before}' if before else ''}")).json()
+            query = "?limit=100" + (f"&after_id={after}" if after else "")
+            page = (await self._call("GET", query)).json()
             for batch in page["data"]:
-                if _epoch(batch["created_at"]) < since - FIND_SLACK_S:
-                    return None
-                counts = batch["request_counts"]
-                if sum(counts.values()) != len(wanted):
+                made = _epoch(batch["created_at"])
+                if made < since - FIND_SLACK_S:
+                    page["has_more"] = False
+                    break
+                if made > since + SUBMIT_WINDOW_S or sum(batch["request_counts"].values()) != len(wanted):
                     continue
                 if batch["processing_status"] != "ended":
-                    return str(batch["id"])  # same size, still running: attach, and check on results
-                if set((await self.results(batch["id"])).keys()) == wanted:
+                    running.append((abs(made - since), str(batch["id"])))
+                elif set((await self.results(batch["id"])).keys()) == wanted:
                     return str(batch["id"])
-            if not page.get("has_more"):
-                return None
-            before = page["last_id"]
+            if not page.get("has_more") or not page["data"]:
+                return min(running)[1] if running else None
+            after = page["last_id"]
 
 
 def _epoch(stamp: str) -> float:

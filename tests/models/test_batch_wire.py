@@ -113,3 +113,39 @@ class StandinServerStats:
 
         with urllib.request.urlopen(f"{url.removesuffix('/v1')}/v1/stats", timeout=10) as reply:
             return dict(json.loads(reply.read()))
+
+
+@pytest.mark.parametrize("route", ["openai/gpt-5-mini", "anthropic/claude-sonnet-4-6"])
+def test_a_batch_whose_id_was_never_recorded_is_found_at_the_provider_and_no_other(standin, route):
+    import time
+
+    from apiflow.models.provider_batches import batch_api
+
+    root = standin.removesuffix("/v1")
+    openai_route = route.startswith("openai/")
+    api = batch_api(route, {"api_base": standin if openai_route else root, "api_key": "sk-test"})
+    name = route.split("/", 1)[1]
+
+    def requests(ids: list[str]) -> list[dict[str, Any]]:
+        body = {"model": name, "max_tokens": 16, "messages": [{"role": "user", "content": "hello"}]}
+        return [{"custom_id": cid, "body": body} for cid in ids]
+
+    async def run() -> tuple[str, str | None, str | None, str | None]:
+        since = time.time()
+        ours = await api.submit("k-ours", requests(["a1", "a2"]))
+        await api.submit("k-other", requests(["b1", "b2"]))  # another worker's, of the same size
+        while not await api.ended(ours):
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # the other one ends too
+        return (
+            ours,
+            await api.find("k-ours", ["a1", "a2"], since),
+            await api.find("k-lost", ["c1", "c2"], since),  # never reached the provider
+            await api.find("k-ours", ["a1", "a2"], since + 3600),
+        )
+
+    ours, found, lost, late = asyncio.run(run())
+    assert found == ours and lost is None
+    # OpenAI's tag (metadata) names the batch outright; an untagged Message Batch must have been made
+    # in the minutes after the intent.
+    assert late == (ours if openai_route else None)
