@@ -108,7 +108,7 @@ def test_ctrl_c_keeps_what_is_stored_and_says_how_to_resume(tmp_path):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err[-2000:]
+    assert proc.returncode == 130, f"stdout: {out[-1500:]}\nstderr: {err[-1500:]}"
     found = re.search(r"INTERRUPTED: (\d+) of 21000 trials stored; nothing is lost\. Resume with: (.+)", out)
     assert found, out[-2000:]
     assert found[2] == f"apiflow grid run {tmp_path / 'grid.yaml'} --out {tmp_path / 'o'}"
