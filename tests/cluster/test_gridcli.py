@@ -96,8 +96,17 @@ def test_ctrl_c_keeps_what_is_stored_and_says_how_to_resume(tmp_path):
     grid.update(out=str(tmp_path / "o"), tasks={"count": 3000}, epochs=1)
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
     command = [sys.executable, "-m", "apiflow.cli", "grid", "run", str(tmp_path / "grid.yaml"), "--no-progress"]
+    # As a terminal starts a command: SIGINT delivered and handled by default. What this test process
+    # inherited from earlier tests (a signal mask, an ignored SIGINT: both pass to children) must not
+    # decide whether the driver can be interrupted.
+    inherited = (signal.getsignal(signal.SIGINT), signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+    def as_a_terminal_starts_it() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
+                            start_new_session=True, preexec_fn=as_a_terminal_starts_it)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         while not ResultStore(str(tmp_path / "o")).done_ids() and proc.poll() is None:  # trials are stored
@@ -108,7 +117,7 @@ def test_ctrl_c_keeps_what_is_stored_and_says_how_to_resume(tmp_path):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, f"stdout: {out[-1500:]}\nstderr: {err[-1500:]}"
+    assert proc.returncode == 130, f"inherited {inherited}; stdout: {out[-1500:]}\nstderr: {err[-1500:]}"
     found = re.search(r"INTERRUPTED: (\d+) of 21000 trials stored; nothing is lost\. Resume with: (.+)", out)
     assert found, out[-2000:]
     assert found[2] == f"apiflow grid run {tmp_path / 'grid.yaml'} --out {tmp_path / 'o'}"
