@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 from apiflow.models.base import ModelOutput, ToolCall, Usage
+from apiflow.models.provider_fields import TIER_CHARS
 from apiflow.tools.limits import ARGUMENT_CHARS, LimitError, NotJson, Scan, preview, scan, writable_text
 
 TURN_TOOL_CALLS: Final = 64
@@ -155,6 +156,7 @@ class TurnIntake:
         if not (
             output.provider_cost_usd is None
             and output.served is None
+            and output.tier is None
             and type(output.retries) is tuple
             and not output.retries
             and type(u) is Usage
@@ -349,7 +351,7 @@ class TurnIntake:
             type(served) is tuple and len(served) == 3 and all(type(v) is str and len(v) <= 200 for v in served)
         ):
             served = None
-        tier = output.tier if type(output.tier) is str and 0 < len(output.tier) <= MAX_TIER_CHARS else None
+        tier = output.tier if type(output.tier) is str and 0 < len(output.tier) <= TIER_CHARS else None
         same = usage is output.usage and cost is output.provider_cost_usd and retries is output.retries
         if same and served is output.served and tier is output.tier:
             return output
@@ -364,8 +366,6 @@ class TurnIntake:
 
 
 _PREVIEW_SIZE = 2_001
-MAX_TIER_CHARS = 40
-"""A served tier is a short name (``standard``, ``batch``...); anything else a model claims is dropped."""
 
 
 def _count(value: Any) -> int:

@@ -35,7 +35,6 @@ from apiflow.models.base import (
     Usage,
 )
 from apiflow.models.plugins import PluginModel
-from apiflow.models.provider_fields import TIER_CHARS
 from apiflow.redact import SECRETS_ATTR, RedactingFilter, redact
 from apiflow.results.record import Termination
 from apiflow.tools import ToolResult
@@ -327,7 +326,7 @@ class _Loop:
                 twrite, treason = twrite + u.cache_write, treason + u.reasoning
                 thour += u.cache_write_1h
                 per_call.append(u)
-                tier = output.tier if type(output.tier) is str and len(output.tier) <= TIER_CHARS else None
+                tier = output.tier  # intake kept it only as a short name
                 out.tiers.append(tier)
                 if output.retries:
                     out.retries.extend(output.retries)

@@ -137,15 +137,23 @@ class TurnBatcher:
 
     async def call(self, custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """The response body the batch tier gives this turn; ``BatchMiss`` if it gives none."""
-        entry = self.by_id.get(custom_id)
-        if entry is not None and entry.collected:  # a replayed trial's turn, paid before: at once
-            result = (await self._results(entry)).get(custom_id)
-            if result is not None and result.get("ok"):
-                self.stats["from_journal"] += 1
-                return dict(result["body"])
+        paid = await self._paid(custom_id)  # a replayed trial's turn, paid before: at once
+        if paid is not None:
+            return paid
         turn = _Turn(custom_id, body, asyncio.get_running_loop().create_future())
         self._enqueue(turn)
         return await turn.future
+
+    async def _paid(self, custom_id: str) -> dict[str, Any] | None:
+        """The answer a collected batch on record gave ``custom_id``; None when none did."""
+        entry = self.by_id.get(custom_id)
+        if entry is None or not entry.collected:
+            return None
+        result = (await self._results(entry)).get(custom_id)
+        if result is None or not result.get("ok"):
+            return None
+        self.stats["from_journal"] += 1
+        return dict(result["body"])
 
     async def _results(self, entry: Entry) -> dict[str, Result]:
         """A collected batch's results, from memory or the journal."""
@@ -216,10 +224,9 @@ class TurnBatcher:
             if entry is None:
                 fresh.append(turn)
             elif entry.collected:
-                result = (await self._results(entry)).get(turn.custom_id)
-                if result is not None and result.get("ok"):
-                    self.stats["from_journal"] += 1
-                    turn.future.set_result(result["body"])
+                paid = await self._paid(turn.custom_id)
+                if paid is not None:
+                    turn.future.set_result(paid)
                 else:
                     fresh.append(turn)  # it failed there: paid for nothing, send it again
             else:
